@@ -1,0 +1,91 @@
+"""Apache Airflow provider for the Documenso v2 envelope (document-signing) API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "get_provider_info"]
+
+
+def get_provider_info() -> dict[str, Any]:
+    """Return the provider metadata Airflow reads through the ``apache_airflow_provider`` entry point.
+
+    ``package-name`` must equal the distribution name exactly: Airflow's providers manager cross-checks
+    it against the installed distribution, and a mismatch breaks provider discovery for the whole
+    environment.
+    """
+    return {
+        "package-name": "airflow-provider-docsign",
+        "name": "Docsign",
+        "description": "Document signing with the Documenso v2 envelope API: envelopes, PDF items, "
+        "recipients, fields, folders, distribution, waiting for signatures and archiving signed PDFs.",
+        "versions": [__version__],
+        "integrations": [
+            {
+                "integration-name": "Docsign",
+                "external-doc-url": "https://docs.documenso.com/developers/public-api",
+                "tags": ["service"],
+            }
+        ],
+        "hooks": [
+            {
+                "integration-name": "Docsign",
+                "python-modules": ["airflow_provider_docsign.hooks.docsign"],
+            }
+        ],
+        "operators": [
+            {
+                "integration-name": "Docsign",
+                "python-modules": ["airflow_provider_docsign.operators"],
+            }
+        ],
+        "sensors": [
+            {
+                "integration-name": "Docsign",
+                "python-modules": ["airflow_provider_docsign.sensors"],
+            }
+        ],
+        "triggers": [
+            {
+                "integration-name": "Docsign",
+                "python-modules": ["airflow_provider_docsign.triggers"],
+            }
+        ],
+        "extra-links": ["airflow_provider_docsign.links.DocsignEnvelopeLink"],
+        "connection-types": [
+            {
+                "connection-type": "docsign",
+                "hook-class-name": "airflow_provider_docsign.hooks.docsign.DocsignHook",
+                "hook-name": "Docsign (Documenso)",
+                "ui-field-behaviour": {
+                    "hidden-fields": ["schema", "port", "login"],
+                    "relabeling": {"host": "Base URL", "password": "API key"},
+                    "placeholders": {
+                        "host": "https://app.documenso.com/api/v2",
+                        "password": "api_xxxxxxxxxxxxxxxx",
+                        "extra": '{"timeout": 30, "verify": true, "web_url": "https://app.documenso.com"}',
+                    },
+                },
+                "conn-fields": {
+                    "timeout": {
+                        "label": "Timeout (seconds)",
+                        "description": "Request timeout in seconds for connect and read (default 30).",
+                        "schema": {"type": ["number", "null"], "minimum": 0},
+                    },
+                    "verify": {
+                        "label": "Verify TLS",
+                        "description": "Verify the server's TLS certificate (default true).",
+                        "schema": {"type": ["boolean", "null"]},
+                    },
+                    "web_url": {
+                        "label": "Web app URL",
+                        "description": "Base URL of the web app, for links to envelopes "
+                        "(default: the base URL without /api/v2).",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                },
+            }
+        ],
+    }

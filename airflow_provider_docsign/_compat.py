@@ -1,0 +1,76 @@
+"""Every import that differs between Airflow 2.11 and Airflow 3.x lives here.
+
+On Airflow 3.x the public Task SDK (``airflow.sdk``) is used wherever it provides the name; the 2.11
+fallbacks are the classic ``airflow.*`` paths. Nothing else in the package imports these names from
+Airflow directly, so supporting a new Airflow release means changing only this module.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from airflow import __version__ as AIRFLOW_VERSION  # noqa: N812
+from packaging.version import Version
+
+AIRFLOW_V_3_0_PLUS: bool = Version(Version(AIRFLOW_VERSION).base_version) >= Version("3.0.0")
+
+if TYPE_CHECKING or AIRFLOW_V_3_0_PLUS:
+    from airflow.sdk import (
+        Asset,
+        BaseHook,
+        BaseOperator,
+        BaseOperatorLink,
+        BaseSensorOperator,
+        Context,
+        ObjectStoragePath,
+        conf,
+    )
+    from airflow.sdk.exceptions import (
+        AirflowFailException,
+        AirflowSensorTimeout,
+        AirflowSkipException,
+        TaskDeferred,
+    )
+else:  # Airflow 2.11
+    from airflow.configuration import conf  # type: ignore[no-redef]
+    from airflow.datasets import Dataset as Asset  # type: ignore[no-redef,assignment]
+    from airflow.exceptions import (  # type: ignore[no-redef,assignment]
+        AirflowFailException,
+        AirflowSensorTimeout,
+        AirflowSkipException,
+        TaskDeferred,
+    )
+    from airflow.hooks.base import BaseHook  # type: ignore[no-redef,assignment]
+    from airflow.io.path import ObjectStoragePath  # type: ignore[no-redef,assignment]
+    from airflow.models.baseoperator import BaseOperator  # type: ignore[no-redef,assignment]
+    from airflow.models.baseoperatorlink import BaseOperatorLink  # type: ignore[no-redef,assignment]
+    from airflow.sensors.base import BaseSensorOperator  # type: ignore[no-redef,assignment]
+    from airflow.utils.context import Context  # type: ignore[no-redef,assignment]
+
+# Triggers run in the triggerer on both major versions from the same module.
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+__all__ = [
+    "AIRFLOW_VERSION",
+    "AIRFLOW_V_3_0_PLUS",
+    "AirflowFailException",
+    "AirflowSensorTimeout",
+    "AirflowSkipException",
+    "Asset",
+    "BaseHook",
+    "BaseOperator",
+    "BaseOperatorLink",
+    "BaseSensorOperator",
+    "BaseTrigger",
+    "Context",
+    "ObjectStoragePath",
+    "TaskDeferred",
+    "TriggerEvent",
+    "conf",
+    "get_connection",
+]
+
+
+def get_connection(conn_id: str) -> Any:
+    """Look up an Airflow connection by id (Task SDK on 3.x, metadata DB/secrets on 2.11)."""
+    return BaseHook.get_connection(conn_id)

@@ -1,0 +1,103 @@
+"""Shared fixtures: an isolated Airflow home, the sandbox server, a docsign connection, sample PDFs.
+
+Environment defaults are set before anything imports Airflow, so every test process runs with a
+throw-away ``AIRFLOW_HOME`` (SQLite) and no example DAGs, whatever the caller's environment holds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+_HOME = os.environ.get("AIRFLOW_HOME") or tempfile.mkdtemp(prefix="docsign-airflow-home-")
+os.environ["AIRFLOW_HOME"] = _HOME
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
+os.environ.setdefault("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", f"sqlite:///{_HOME}/airflow.db")
+os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(Path(__file__).resolve().parents[1] / "dags_examples"))
+os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "INFO")
+# Never let a test reach a real service: the sandbox is the only server tests talk to.
+os.environ.pop("AIRFLOW_CONN_DOCSIGN_DEFAULT", None)
+
+import pytest  # noqa: E402
+
+from airflow_provider_docsign.samples import write_sample_pdf  # noqa: E402
+from airflow_provider_docsign.sandbox import SandboxServer  # noqa: E402
+
+API_KEY = "api_sandboxtestkey01"
+SPEC_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "spec"
+
+
+@pytest.fixture(scope="session")
+def api_key() -> str:
+    """The sandbox's API key; tests search captured output for it to prove it never leaks."""
+    return API_KEY
+
+
+@pytest.fixture(scope="session")
+def spec_dir() -> Path:
+    """``../shared/spec`` beside the repository: the real service's recorded responses and OpenAPI."""
+    assert SPEC_DIR.is_dir(), f"expected the shared spec at {SPEC_DIR}"
+    return SPEC_DIR
+
+
+@pytest.fixture(scope="session")
+def sandbox_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxServer]:
+    """One sandbox server process for the whole test session, stopped by its handle at the end."""
+    with SandboxServer(tmp_path_factory.mktemp("sandbox-data"), api_key=API_KEY) as server:
+        yield server
+
+
+@pytest.fixture
+def sandbox(sandbox_session: SandboxServer) -> Iterator[SandboxServer]:
+    """The session sandbox with no pending faults and an empty request log."""
+    sandbox_session.clear_faults()
+    sandbox_session.clear_requests()
+    yield sandbox_session
+    sandbox_session.clear_faults()
+
+
+def conn_json(server: SandboxServer, **extra: Any) -> str:
+    """A ``docsign`` connection in Airflow's JSON form pointing at ``server``, with fast retries."""
+    extras = {"max_retries": 3, "backoff_factor": 0.01, "max_retry_wait": 2, "timeout": 10}
+    extras.update(extra)
+    return json.dumps(
+        {"conn_type": "docsign", "host": server.base_url, "password": server.api_key, "extra": extras}
+    )
+
+
+@pytest.fixture
+def docsign_conn(sandbox: SandboxServer, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Configure ``docsign_default`` (through ``AIRFLOW_CONN_DOCSIGN_DEFAULT``) to reach the sandbox."""
+    monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_DEFAULT", conn_json(sandbox))
+    return "docsign_default"
+
+
+@pytest.fixture
+def make_pdf(tmp_path: Path) -> Callable[..., Path]:
+    """Factory: ``make_pdf("a.pdf", pages=2, page_size="LETTER")`` writes a valid PDF under tmp_path."""
+
+    def _make(name: str = "contract.pdf", **kwargs: Any) -> Path:
+        kwargs.setdefault("title", Path(name).stem)
+        return write_sample_pdf(tmp_path / "pdfs" / name, **kwargs)
+
+    return _make
+
+
+@pytest.fixture(scope="session")
+def airflow_db() -> str:
+    """Create the SQLite metadata database once per session (needed by ``dag.test()``)."""
+    subprocess.run(
+        [sys.executable, "-m", "airflow", "db", "migrate"],
+        check=True,
+        capture_output=True,
+        env=os.environ.copy(),
+        timeout=600,
+    )
+    return os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
