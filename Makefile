@@ -1,0 +1,60 @@
+# Two commands for users: `make demo` and `make test`. Both install what they need, idempotently,
+# on a fresh machine with Python 3.11, make and git (uv is installed into the venv with pip).
+SHELL := /bin/bash
+.ONESHELL:
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+AIRFLOW3_VERSION ?= 3.3.2
+AIRFLOW2_VERSION ?= 2.11.2
+VENV ?= .venv
+VENV2 ?= .venv-af2
+EXTRAS := sandbox,preview,test
+
+# Each venv is (re)installed only when pyproject.toml or this Makefile changes.
+$(VENV)/.installed: pyproject.toml Makefile
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check uv
+	$(VENV)/bin/uv pip install --python $(VENV)/bin/python --compile-bytecode \
+		"apache-airflow==$(AIRFLOW3_VERSION)" -e ".[$(EXTRAS)]"
+	touch $@
+
+$(VENV2)/.installed: pyproject.toml Makefile
+	test -x $(VENV2)/bin/python || $(PYTHON) -m venv $(VENV2)
+	$(VENV2)/bin/python -m pip install --quiet --disable-pip-version-check uv
+	$(VENV2)/bin/uv pip install --python $(VENV2)/bin/python --compile-bytecode \
+		"apache-airflow==$(AIRFLOW2_VERSION)" -e ".[$(EXTRAS)]"
+	touch $@
+
+.PHONY: help install install-airflow2 lint typecheck test test-airflow2 demo bench clean
+
+help:
+	@echo "make demo           run the contract-signing pipeline end to end against the local sandbox"
+	@echo "make test           lint, type-check and run the test suite on Airflow $(AIRFLOW3_VERSION)"
+	@echo "make test-airflow2  run the same suite on Airflow $(AIRFLOW2_VERSION) (second venv)"
+	@echo "make bench          run the benchmarks in bench/ (results in bench/results/)"
+
+install: $(VENV)/.installed
+install-airflow2: $(VENV2)/.installed
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+test: lint typecheck
+	bash .ci/pytest.sh $(VENV)
+
+test-airflow2: install-airflow2
+	bash .ci/pytest.sh $(VENV2)
+
+demo: install
+	$(VENV)/bin/python scripts/demo.py
+
+bench: install
+	$(VENV)/bin/python bench/run_all.py
+
+clean:
+	rm -rf .demo .pytest_cache .mypy_cache .ruff_cache
