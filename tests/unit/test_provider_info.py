@@ -1,0 +1,74 @@
+"""get_provider_info() must pass Airflow's own schema and name only classes that import."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import json
+from pathlib import Path
+
+import airflow
+import jsonschema
+
+from airflow_provider_docsign import __version__, get_provider_info
+
+
+def _schema() -> dict:
+    path = Path(airflow.__file__).parent / "provider_info.schema.json"
+    return json.loads(path.read_text())
+
+
+def _import_dotted(path: str) -> object:
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def test_provider_info_validates_against_airflow_schema() -> None:
+    jsonschema.validate(get_provider_info(), _schema())
+
+
+def test_package_name_equals_distribution_name() -> None:
+    info = get_provider_info()
+    dist = importlib.metadata.distribution(info["package-name"])
+    assert dist.metadata["Name"] == "airflow-provider-docsign"
+    assert dist.version == __version__
+
+
+def test_entry_point_is_registered() -> None:
+    eps = importlib.metadata.entry_points(group="apache_airflow_provider")
+    ours = [ep for ep in eps if ep.value == "airflow_provider_docsign:get_provider_info"]
+    assert len(ours) == 1
+    assert ours[0].load()() == get_provider_info()
+
+
+def test_every_named_class_and_module_imports() -> None:
+    info = get_provider_info()
+    for section in ("hooks", "operators", "sensors", "triggers"):
+        for entry in info[section]:
+            for module in entry["python-modules"]:
+                importlib.import_module(module)
+    for link in info["extra-links"]:
+        assert isinstance(_import_dotted(link), type)
+    for conn in info["connection-types"]:
+        hook = _import_dotted(conn["hook-class-name"])
+        assert getattr(hook, "conn_type") == conn["connection-type"] == "docsign"
+        assert getattr(hook, "default_conn_name") == "docsign_default"
+
+
+def test_connection_form_declares_base_url_key_and_extras() -> None:
+    (conn,) = get_provider_info()["connection-types"]
+    behaviour = conn["ui-field-behaviour"]
+    assert set(behaviour["hidden-fields"]) == {"schema", "port", "login"}
+    assert behaviour["placeholders"]["host"] == "https://app.documenso.com/api/v2"
+    assert "password" in behaviour["relabeling"]
+    assert {"timeout", "verify", "web_url"} <= set(conn["conn-fields"])
+
+
+def test_providers_manager_registers_docsign_connection_type() -> None:
+    from airflow.providers_manager import ProvidersManager
+
+    pm = ProvidersManager()
+    assert "airflow-provider-docsign" in pm.providers
+    hook_info = pm.hooks["docsign"]
+    assert hook_info is not None
+    assert hook_info.hook_class_name == "airflow_provider_docsign.hooks.docsign.DocsignHook"
