@@ -31,6 +31,8 @@ if TYPE_CHECKING or AIRFLOW_V_3_0_PLUS:
         AirflowSkipException,
         TaskDeferred,
     )
+    from airflow.sdk.execution_time.xcom import XCom
+    from airflow.sdk.log import mask_secret
 else:  # Airflow 2.11
     from airflow.configuration import conf  # type: ignore[no-redef]
     from airflow.datasets import Dataset as Asset  # type: ignore[no-redef,assignment]
@@ -44,8 +46,10 @@ else:  # Airflow 2.11
     from airflow.io.path import ObjectStoragePath  # type: ignore[no-redef,assignment]
     from airflow.models.baseoperator import BaseOperator  # type: ignore[no-redef,assignment]
     from airflow.models.baseoperatorlink import BaseOperatorLink  # type: ignore[no-redef,assignment]
+    from airflow.models.xcom import XCom  # type: ignore[no-redef,assignment]
     from airflow.sensors.base import BaseSensorOperator  # type: ignore[no-redef,assignment]
     from airflow.utils.context import Context  # type: ignore[no-redef,assignment]
+    from airflow.utils.log.secrets_masker import mask_secret  # type: ignore[no-redef,assignment]
 
 # Triggers run in the triggerer on both major versions from the same module.
 from airflow.triggers.base import BaseTrigger, TriggerEvent
@@ -66,8 +70,10 @@ __all__ = [
     "ObjectStoragePath",
     "TaskDeferred",
     "TriggerEvent",
+    "XCom",
     "conf",
     "get_connection",
+    "mask_secret",
 ]
 
 
