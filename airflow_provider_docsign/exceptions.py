@@ -1,0 +1,195 @@
+"""Exceptions raised by the Docsign provider.
+
+Every exception derives from :class:`DocsignError`. Service errors are :class:`DocsignAPIError`
+subclasses chosen by HTTP status, so callers can catch exactly what they can act on. Messages never
+contain the API key, and never include response bodies (which may hold signers' personal data).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "DocsignAPIError",
+    "DocsignAmbiguousWriteError",
+    "DocsignAuthError",
+    "DocsignDownloadError",
+    "DocsignError",
+    "DocsignInvalidRequestError",
+    "DocsignNotFoundError",
+    "DocsignRateLimitError",
+    "DocsignServerError",
+    "DocsignValidationError",
+]
+
+
+class DocsignError(Exception):
+    """Base class of every error raised by the Docsign provider."""
+
+
+class DocsignAPIError(DocsignError):
+    """The signing service answered a request with an error status.
+
+    :param message: A human-readable message (the service's own message where it gave one).
+    :param status_code: The HTTP status code (``None`` when no response was received).
+    :param error_code: The service's error code: ``data.code``, else the top-level ``code``, else the
+        download routes' ``code`` (for example ``NOT_FOUND``, ``MISSING_SIGNATURE_FIELD``).
+    :param method: The HTTP method of the failed request.
+    :param path: The request path relative to the base URL (no query string, no credentials).
+    :param request_id: The ``x-request-id`` response header, to quote to the service operator.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        error_code: str | None = None,
+        method: str | None = None,
+        path: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        self.message = message
+        self.status_code = status_code
+        self.error_code = error_code
+        self.method = method
+        self.path = path
+        self.request_id = request_id
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        parts = []
+        if self.method or self.path:
+            parts.append(f"{self.method or ''} {self.path or ''}".strip())
+        if self.status_code is not None:
+            parts.append(f"HTTP {self.status_code}")
+        if self.error_code:
+            parts.append(self.error_code)
+        head = " ".join(parts)
+        text = f"{head}: {self.message}" if head else self.message
+        if self.request_id:
+            text += f" (request id {self.request_id})"
+        return text
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(status_code={self.status_code!r}, error_code={self.error_code!r}, "
+            f"method={self.method!r}, path={self.path!r}, message={self.message!r})"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keyword-only arguments do not survive the default pickling of exceptions; Airflow pickles
+        # task exceptions in some paths, so rebuild from the attributes.
+        return (_rebuild, (type(self), self.message, dict(self.__dict__)))
+
+
+def _rebuild(cls: type[DocsignAPIError], message: str, state: dict[str, Any]) -> DocsignAPIError:
+    obj = cls.__new__(cls)
+    Exception.__init__(obj, message)
+    obj.__dict__.update(state)
+    return obj
+
+
+class DocsignAuthError(DocsignAPIError):
+    """The API key was refused (HTTP 401 or 403): check the connection's password (the team API key)."""
+
+
+class DocsignNotFoundError(DocsignAPIError):
+    """The envelope, item, recipient, field or folder does not exist or is not visible to the key (404)."""
+
+
+class DocsignRateLimitError(DocsignAPIError):
+    """The service rate-limited the request (HTTP 429) and the retries were exhausted.
+
+    :param retry_after: Seconds the service asked to wait (from ``Retry-After``), if given.
+    """
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.retry_after = retry_after
+
+
+class DocsignInvalidRequestError(DocsignAPIError):
+    """The service refused the request as invalid (a 4xx other than 401, 403, 404 and 429)."""
+
+
+class DocsignServerError(DocsignAPIError):
+    """The service failed (HTTP 5xx). Note: distribute on an unknown or completed envelope answers 500."""
+
+
+class DocsignValidationError(DocsignError, ValueError):
+    """Local validation failed before anything was sent; :attr:`problems` lists every problem found.
+
+    :param problems: One human-readable line per problem, naming the recipient, field and file.
+    :param context: What was being validated (for example ``"create_envelope payload"``).
+    """
+
+    def __init__(self, problems: list[str], context: str = "payload") -> None:
+        self.problems = list(problems)
+        self.context = context
+        count = len(self.problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(
+            f"{context} is invalid ({count} problem{'s' if count != 1 else ''}); nothing was sent:\n{lines}"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.problems, self.context))
+
+
+class DocsignAmbiguousWriteError(DocsignError):
+    """A write was sent but its outcome is unknown (timeout or dropped connection after sending).
+
+    The write is never repeated automatically. Check the service before writing again; for a create,
+    look the envelope up by its ``externalId`` (see ``DocsignHook.find_envelopes_by_external_id``).
+
+    :param message: What happened and how to check.
+    :param method: The HTTP method of the write.
+    :param path: The request path relative to the base URL.
+    :param external_id: The ``externalId`` sent with a create, to search for.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        method: str | None = None,
+        path: str | None = None,
+        external_id: str | None = None,
+    ) -> None:
+        self.message = message
+        self.method = method
+        self.path = path
+        self.external_id = external_id
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            _rebuild_plain,
+            (type(self), self.message, dict(self.__dict__)),
+        )
+
+
+class DocsignDownloadError(DocsignError):
+    """A download was refused locally: wrong content type, not a PDF, or truncated. No file was left.
+
+    :param message: What was wrong.
+    :param path: The download path relative to the base URL.
+    :param content_type: The ``Content-Type`` the service sent.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, content_type: str | None = None) -> None:
+        self.message = message
+        self.path = path
+        self.content_type = content_type
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_plain, (type(self), self.message, dict(self.__dict__)))
+
+
+def _rebuild_plain(cls: type[Exception], message: str, state: dict[str, Any]) -> Exception:
+    obj = cls.__new__(cls)
+    Exception.__init__(obj, message)
+    obj.__dict__.update(state)
+    return obj
