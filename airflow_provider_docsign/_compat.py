@@ -23,6 +23,7 @@ if TYPE_CHECKING or AIRFLOW_V_3_0_PLUS:
         BaseSensorOperator,
         Context,
         ObjectStoragePath,
+        PokeReturnValue,
         conf,
     )
     from airflow.sdk.exceptions import (
@@ -48,6 +49,7 @@ else:  # Airflow 2.11
     from airflow.models.baseoperatorlink import BaseOperatorLink  # type: ignore[no-redef,assignment]
     from airflow.models.xcom import XCom  # type: ignore[no-redef,assignment]
     from airflow.sensors.base import BaseSensorOperator  # type: ignore[no-redef,assignment]
+    from airflow.sensors.base import PokeReturnValue  # type: ignore[no-redef,assignment]
     from airflow.utils.context import Context  # type: ignore[no-redef,assignment]
     from airflow.utils.log.secrets_masker import mask_secret  # type: ignore[no-redef,assignment]
 
@@ -68,6 +70,7 @@ __all__ = [
     "BaseTrigger",
     "Context",
     "ObjectStoragePath",
+    "PokeReturnValue",
     "TaskDeferred",
     "TriggerEvent",
     "XCom",
