@@ -1,0 +1,157 @@
+"""``make demo``: run the contract-signing example end to end against the local sandbox.
+
+1. start the bundled sandbox (state under ``.demo/sandbox``) with signers that sign automatically a
+   few seconds after the envelope is sent;
+2. prepare an Airflow home under ``.demo/airflow-home`` (SQLite, no example DAGs, the DAGs folder
+   ``dags_examples/``) and a ``docsign_default`` connection pointing at the sandbox;
+3. run ``airflow dags test docsign_contract_signing`` (a real DAG run, in one process);
+4. print the run state, the archive folder and the archived files with their sha256;
+5. stop the sandbox, even on failure.
+
+Every run gets its own run id (and so its own externalId and archive folder), so it can be run any
+number of times. Exit status 0 only when the DAG run succeeded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / ".demo"
+AIRFLOW_HOME = DEMO / "airflow-home"
+ARCHIVE_DIR = DEMO / "archive"
+WORK_DIR = DEMO / "work"
+LOG_FILE = DEMO / "last-run.log"
+DAG_ID = "docsign_contract_signing"
+API_KEY = "api_demo_sandbox_key_0001"
+AUTO_SIGN_AFTER = 4.0
+POKE_INTERVAL = 2
+AIRFLOW = [sys.executable, "-m", "airflow"]
+# Bounds for every subprocess: nothing in the demo can hang forever.
+MIGRATE_TIMEOUT = 600
+RUN_TIMEOUT = 600
+
+
+def airflow_env(base_url: str, api_key: str) -> dict[str, str]:
+    """The environment of every Airflow command of the demo."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN_"))}
+    env.update(
+        {
+            "AIRFLOW_HOME": str(AIRFLOW_HOME),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags_examples"),
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{AIRFLOW_HOME / 'airflow.db'}",
+            "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+            "DOCSIGN_EXAMPLE_ARCHIVE_DIR": str(ARCHIVE_DIR),
+            "DOCSIGN_EXAMPLE_WORK_DIR": str(WORK_DIR),
+            "DOCSIGN_EXAMPLE_POKE_INTERVAL": str(POKE_INTERVAL),
+            "AIRFLOW_CONN_DOCSIGN_DEFAULT": json.dumps(
+                {
+                    "conn_type": "docsign",
+                    "host": base_url,
+                    "password": api_key,
+                    "extra": {"timeout": 10, "max_retries": 3, "backoff_factor": 0.2},
+                }
+            ),
+        }
+    )
+    return env
+
+
+def find_manifest(run_id: str | None, started: float) -> tuple[Path, dict[str, Any]] | None:
+    """The manifest written by this run (matched by run id in the externalId, else by time)."""
+    candidates: list[tuple[float, Path, dict[str, Any]]] = []
+    for path in ARCHIVE_DIR.rglob("manifest.json"):
+        if path.stat().st_mtime < started:
+            continue
+        manifest = json.loads(path.read_text())
+        if run_id and run_id not in str(manifest.get("external_id") or manifest.get("externalId") or ""):
+            continue
+        candidates.append((path.stat().st_mtime, path, manifest))
+    if not candidates:
+        return None
+    _, path, manifest = max(candidates, key=lambda c: c[0])
+    return path, manifest
+
+
+def latest_run(env: dict[str, str]) -> dict[str, Any] | None:
+    """The newest run of the DAG, as ``airflow dags list-runs`` reports it."""
+    out = subprocess.run(
+        [*AIRFLOW, "dags", "list-runs", DAG_ID, "-o", "json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    start = out.find("[")
+    runs: list[dict[str, Any]] = json.loads(out[start:]) if start >= 0 else []
+    if not runs:
+        return None
+    return max(runs, key=lambda r: str(r.get("start_date") or r.get("run_after") or ""))
+
+
+def print_manifest(path: Path, manifest: dict[str, Any]) -> None:
+    """Print the archived files and their checksums."""
+    print(f"archive folder : {path.parent}")
+    print(f"manifest       : {path}")
+    entries = list(manifest.get("files") or manifest.get("items") or [])
+    for extra in ("audit_log", "certificate"):
+        if isinstance(manifest.get(extra), dict):
+            entries.append(manifest[extra])
+    for entry in entries:
+        name = Path(str(entry.get("uri") or entry.get("path") or "")).name
+        print(f"  {entry.get('sha256')}  {int(entry.get('size') or 0):>8} B  {name}")
+
+
+def main() -> int:
+    """Run the demo and return the process exit status."""
+    from airflow_provider_docsign.sandbox import SandboxServer
+
+    for folder in (AIRFLOW_HOME, ARCHIVE_DIR, WORK_DIR, DEMO / "sandbox"):
+        folder.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+    print(f"[demo] starting the sandbox (signers sign {AUTO_SIGN_AFTER:.0f}s after sending)")
+    with SandboxServer(DEMO / "sandbox", api_key=API_KEY, auto_sign_after=AUTO_SIGN_AFTER) as sandbox:
+        print(f"[demo] sandbox at {sandbox.base_url} (pid {sandbox.pid})")
+        env = airflow_env(sandbox.base_url, sandbox.api_key)
+        print(f"[demo] preparing AIRFLOW_HOME={AIRFLOW_HOME} (SQLite)")
+        subprocess.run(
+            [*AIRFLOW, "db", "migrate"], env=env, check=True, capture_output=True, timeout=MIGRATE_TIMEOUT
+        )
+        print(f"[demo] running `airflow dags test {DAG_ID}` (log: {LOG_FILE})")
+        with open(LOG_FILE, "wb") as log:
+            proc = subprocess.run(
+                [*AIRFLOW, "dags", "test", DAG_ID],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                timeout=RUN_TIMEOUT,
+                check=False,
+            )
+        run = latest_run(env)
+    # The sandbox is stopped here (also when anything above raised).
+    state = str(run.get("state")) if run else "unknown"
+    run_id = str(run.get("run_id")) if run else None
+    print(f"[demo] run id    : {run_id}")
+    print(f"[demo] run state : {state}")
+    found = find_manifest(run_id, started)
+    if found:
+        print_manifest(*found)
+    else:
+        print(f"[demo] no manifest from this run under {ARCHIVE_DIR}")
+    if state != "success" or proc.returncode != 0:
+        tail = LOG_FILE.read_text(errors="replace").splitlines()[-40:]
+        print("[demo] the run did not succeed; the end of its log:\n" + "\n".join(tail))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""Fixtures for the end-to-end tests: a sandbox whose signers sign by themselves, tmp destinations.
+
+The example DAGs read ``DOCSIGN_EXAMPLE_POKE_INTERVAL`` when they are parsed, so the helpers in
+``e2e_helpers`` parse the DAG files *after* the environment is set, from the real ``dags_examples/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_helpers import sandbox_conn_json
+
+from airflow_provider_docsign.sandbox import SandboxServer
+
+
+@pytest.fixture(scope="module")
+def autosign_sandbox(tmp_path_factory: pytest.TempPathFactory, api_key: str) -> Iterator[SandboxServer]:
+    """A sandbox whose signers sign one second after an envelope is sent; stopped by its handle."""
+    with SandboxServer(tmp_path_factory.mktemp("autosign-data"), api_key=api_key, auto_sign_after=1.0) as sb:
+        yield sb
+
+
+@pytest.fixture
+def example_env(
+    autosign_sandbox: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, airflow_db: str
+) -> dict[str, Any]:
+    """``docsign_default`` pointing at the auto-signing sandbox, fast polls, and tmp destinations."""
+    monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_DEFAULT", sandbox_conn_json(autosign_sandbox))
+    monkeypatch.setenv("DOCSIGN_EXAMPLE_POKE_INTERVAL", "1")
+    autosign_sandbox.clear_faults()
+    archive_dir, work_dir = tmp_path / "archive", tmp_path / "work"
+    archive_dir.mkdir()
+    return {"archive_dir": str(archive_dir), "work_dir": str(work_dir)}

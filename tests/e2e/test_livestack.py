@@ -1,0 +1,215 @@
+"""The contract-signing pipeline on a real Airflow 3 stack: api-server, scheduler, dag-processor, triggerer.
+
+Each component runs as its own process (own process group) with SQLite and the LocalExecutor
+(Airflow 3.3 accepts it with SQLite), all bound to 127.0.0.1. The DAG is unpaused and triggered
+through the REST API with a JWT from the simple auth manager; the sensor defers, so the trigger is
+serialized by the worker and run by the *separate* triggerer process, which the test checks in the
+triggerer's own log. Every process is stopped by its PID (process group) even when the test fails.
+
+The sandbox signs 15 s after sending: a deferral that ends within a few seconds can hit a known
+Airflow 3.3 race (apache/airflow#71580), and a real signature never comes that fast anyway.
+
+Airflow 2.11 has no api-server, dag-processor split or Task SDK execution API: this module is for
+Airflow 3 only and is deselected from ``make test-airflow2`` with ``-m "not livestack"``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+import requests
+from e2e_helpers import DAGS_FOLDER, load_manifests, sandbox_conn_json, sha256_file
+
+from airflow_provider_docsign.sandbox import SandboxServer
+
+pytestmark = [pytest.mark.e2e, pytest.mark.livestack]
+
+DAG_ID = "docsign_contract_signing"
+AIRFLOW = [sys.executable, "-m", "airflow"]
+STARTUP_TIMEOUT = 180.0  # api-server up and the DAG parsed
+RUN_TIMEOUT = 300.0  # the DAG run reaching a final state
+STOP_TIMEOUT = 20.0
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _stack_env(home: Path, port: int, sandbox: SandboxServer) -> dict[str, str]:
+    base = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN_"))}
+    env.update(
+        {
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__PARALLELISM": "4",
+            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+            "AIRFLOW__API__BASE_URL": base,
+            "AIRFLOW__API__HOST": "127.0.0.1",
+            "AIRFLOW__API__PORT": str(port),
+            "AIRFLOW__API__WORKERS": "1",
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base}/execution/",
+            # Shared by every component, so tokens minted by one are accepted by the others.
+            "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
+            "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(32),
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+            "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+            "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+            "AIRFLOW_CONN_DOCSIGN_DEFAULT": sandbox_conn_json(sandbox),
+            "DOCSIGN_EXAMPLE_POKE_INTERVAL": "3",
+        }
+    )
+    return env
+
+
+class _Stack:
+    """The Airflow processes of the test; each in its own process group, stopped by PID."""
+
+    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
+        self.env = env
+        self.log_dir = log_dir
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._logs: list[IO[bytes]] = []
+
+    def start(self, name: str, *args: str) -> None:
+        log = open(self.log_dir / f"{name}.log", "wb")  # noqa: SIM115 - closed in stop()
+        self._logs.append(log)
+        self.procs[name] = subprocess.Popen(
+            [*AIRFLOW, *args], env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+    def log(self, name: str) -> str:
+        return (self.log_dir / f"{name}.log").read_text(errors="replace")
+
+    def assert_alive(self) -> None:
+        dead = {name: p.returncode for name, p in self.procs.items() if p.poll() is not None}
+        assert not dead, f"Airflow processes exited early: {dead}\n" + "\n".join(
+            f"--- {name}\n{self.log(name)[-3000:]}" for name in dead
+        )
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=STOP_TIMEOUT)
+        for log in self._logs:
+            log.close()
+
+
+@pytest.fixture
+def slow_signing_sandbox(tmp_path: Path, api_key: str) -> Iterator[SandboxServer]:
+    with SandboxServer(tmp_path / "sandbox", api_key=api_key, auto_sign_after=15.0) as sandbox:
+        yield sandbox
+
+
+def _wait_for(what: str, check: Any, stack: _Stack, timeout: float, interval: float = 1.0) -> Any:
+    """Call ``check()`` until it returns a truthy value; bounded in time and attempts."""
+    deadline = time.monotonic() + timeout
+    attempts = int(timeout / interval) + 1
+    for _ in range(attempts):
+        stack.assert_alive()
+        with contextlib.suppress(requests.RequestException):
+            result = check()
+            if result:
+                return result
+        if time.monotonic() > deadline:
+            break
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_contract_signing_on_a_live_airflow_stack(
+    tmp_path: Path, slow_signing_sandbox: SandboxServer
+) -> None:
+    home, logs, archive_dir = tmp_path / "home", tmp_path / "logs", tmp_path / "archive"
+    for folder in (home, logs, archive_dir):
+        folder.mkdir()
+    port = _free_port()
+    env = _stack_env(home, port, slow_signing_sandbox)
+    subprocess.run([*AIRFLOW, "db", "migrate"], env=env, check=True, capture_output=True, timeout=600)
+
+    stack = _Stack(env, logs)
+    api = f"http://127.0.0.1:{port}"
+    try:
+        stack.start("api-server", "api-server", "-H", "127.0.0.1", "-p", str(port), "-w", "1")
+        stack.start("scheduler", "scheduler")
+        stack.start("dag-processor", "dag-processor")
+        stack.start("triggerer", "triggerer")
+
+        http = requests.Session()
+        token = _wait_for(
+            "the api-server",
+            lambda: http.get(f"{api}/auth/token", timeout=5).json().get("access_token"),
+            stack,
+            STARTUP_TIMEOUT,
+        )
+        http.headers["Authorization"] = f"Bearer {token}"
+        _wait_for(
+            f"{DAG_ID} to be parsed",
+            lambda: http.get(f"{api}/api/v2/dags/{DAG_ID}", timeout=5).status_code == 200,
+            stack,
+            STARTUP_TIMEOUT,
+        )
+        unpause = http.patch(f"{api}/api/v2/dags/{DAG_ID}", json={"is_paused": False}, timeout=10)
+        assert unpause.status_code == 200, unpause.text
+        conf = {"archive_dir": str(archive_dir), "work_dir": str(tmp_path / "work")}
+        trigger = http.post(
+            f"{api}/api/v2/dags/{DAG_ID}/dagRuns", json={"logical_date": None, "conf": conf}, timeout=10
+        )
+        assert trigger.status_code == 200, trigger.text
+        run_id = trigger.json()["dag_run_id"]
+
+        def finished() -> str | None:
+            state = http.get(f"{api}/api/v2/dags/{DAG_ID}/dagRuns/{run_id}", timeout=5).json()["state"]
+            return state if state in ("success", "failed") else None
+
+        state = _wait_for(f"run {run_id} to finish", finished, stack, RUN_TIMEOUT, interval=2.0)
+        tis = http.get(f"{api}/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances", timeout=10).json()
+        ti_states = {ti["task_id"]: ti["state"] for ti in tis["task_instances"]}
+        assert state == "success", (ti_states, stack.log("scheduler")[-4000:], stack.log("triggerer")[-4000:])
+        assert set(ti_states.values()) == {"success"}, ti_states
+
+        # The sensor's trigger was run by the separate triggerer process (after crossing processes
+        # as serialized JSON), not inline by the worker.
+        triggerer_log = stack.log("triggerer")
+        assert "DocsignEnvelopeTrigger" in triggerer_log, triggerer_log[-4000:]
+    finally:
+        stack.stop()
+    assert all(proc.returncode is not None for proc in stack.procs.values())
+
+    manifests = load_manifests(archive_dir)
+    assert len(manifests) == 1
+    manifest_path, manifest = manifests[0]
+    assert manifest["external_id"] == f"contract-{run_id}-ACME-001"
+    assert len(manifest["files"]) == 3
+    for entry in manifest["files"]:
+        path = Path(entry["uri"].removeprefix("file://"))
+        expected = hashlib.sha256(slow_signing_sandbox.item_bytes(entry["item_id"], "signed")).hexdigest()
+        assert sha256_file(path) == expected == entry["sha256"]
+    assert json.loads(manifest_path.read_text())["status"] == "COMPLETED"
