@@ -53,7 +53,13 @@ test-airflow2: install-airflow2
 demo: install
 	$(VENV)/bin/python scripts/demo.py
 
-bench: install
+# The benchmarks' baselines (documenso-sdk, apache-airflow-providers-http) come with the `bench` extra.
+$(VENV)/.bench-installed: $(VENV)/.installed
+	$(VENV)/bin/uv pip install --python $(VENV)/bin/python --compile-bytecode \
+		"apache-airflow==$(AIRFLOW3_VERSION)" -e ".[$(EXTRAS),bench]"
+	touch $@
+
+bench: $(VENV)/.bench-installed
 	$(VENV)/bin/python bench/run_all.py
 
 clean:

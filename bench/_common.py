@@ -1,0 +1,334 @@
+"""Shared helpers for the benchmarks: machine description, memory probes, tables and result files.
+
+Every benchmark is a script run in its own process (``bench/run_all.py`` starts them one by one). Each
+prints one table and writes the same figures to ``bench/results/<name>.json``, with the machine
+description, so that a reader can tell what produced a number.
+
+Memory is measured with Linux's peak-RSS counter: writing ``5`` to ``/proc/PID/clear_refs`` resets
+``VmHWM`` to the current RSS, so "peak growth" is ``VmHWM`` after the work minus ``VmRSS`` at the reset.
+Only loopback (127.0.0.1) is ever contacted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_DIR = BENCH_DIR.parent
+RESULTS_DIR = BENCH_DIR / "results"
+WORK_DIR = BENCH_DIR / ".work"
+API_KEY = "api_benchmarkkey000000001"
+MB = 1024 * 1024
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise SystemExit(f"stopped by signal {signum}")
+
+
+# A benchmark stopped by run_all's time limit (SIGTERM) unwinds normally: every `with sandbox()` stops
+# its server by its handle and every temp dir is deleted.
+signal.signal(signal.SIGTERM, _terminate)
+
+
+# --------------------------------------------------------------------------------------------- env
+def airflow_env() -> dict[str, str]:
+    """Environment for a throw-away Airflow home under ``bench/.work`` (SQLite, no examples)."""
+    home = WORK_DIR / "airflow-home"
+    home.mkdir(parents=True, exist_ok=True)
+    env = {
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__UNIT_TEST_MODE": "True",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_DIR / "dags_examples"),
+        "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
+    }
+    return env
+
+
+def setup_airflow_env() -> None:
+    """Apply :func:`airflow_env` to this process; call before anything imports Airflow."""
+    for key, value in airflow_env().items():
+        os.environ.setdefault(key, value)
+    os.environ.pop("AIRFLOW_CONN_DOCSIGN_DEFAULT", None)
+
+
+def docsign_conn_json(base_url: str, api_key: str = API_KEY, **extra: Any) -> str:
+    """A ``docsign`` connection in Airflow's JSON form pointing at the sandbox."""
+    extras: dict[str, Any] = {"max_retries": 3, "backoff_factor": 0.05, "max_retry_wait": 5, "timeout": 120}
+    extras.update(extra)
+    return json.dumps({"conn_type": "docsign", "host": base_url, "password": api_key, "extra": extras})
+
+
+def http_conn_json(base_url: str, api_key: str = API_KEY) -> str:
+    """An ``http`` connection (apache-airflow-providers-http) for the same sandbox."""
+    return json.dumps(
+        {
+            "conn_type": "http",
+            "host": base_url,
+            "extra": {"Authorization": api_key, "Content-Type": "application/json"},
+        }
+    )
+
+
+# ----------------------------------------------------------------------------------------- machine
+def _meminfo_total_mb() -> float:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return float("nan")
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def machine() -> dict[str, Any]:
+    """Describe the machine and the software versions the figures were measured with."""
+    curl = shutil.which("curl")
+    curl_version = None
+    if curl:
+        out = subprocess.run([curl, "--version"], capture_output=True, text=True, check=False).stdout
+        curl_version = out.split("\n", 1)[0]
+    return {
+        "cores": os.cpu_count(),
+        "memory_mb": _meminfo_total_mb(),
+        "cpu": _cpu_model(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "airflow": _version("apache-airflow"),
+        "provider": _version("airflow-provider-docsign"),
+        "requests": _version("requests"),
+        "httpx": _version("httpx"),
+        "documenso_sdk": _version("documenso-sdk") or _version("documenso_sdk"),
+        "apache_airflow_providers_http": _version("apache-airflow-providers-http"),
+        "curl": curl_version,
+        "measured_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+# ------------------------------------------------------------------------------------------ memory
+def _status_kb(pid: int | str, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    raise KeyError(key)
+
+
+def reset_peak(pid: int | str = "self") -> float:
+    """Reset the peak-RSS counter of ``pid`` and return its current RSS in MB."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
+    return _status_kb(pid, "VmRSS") / 1024
+
+
+def peak_mb(pid: int | str = "self") -> float:
+    """Peak RSS (``VmHWM``) of ``pid`` in MB since start or the last :func:`reset_peak`."""
+    return _status_kb(pid, "VmHWM") / 1024
+
+
+def rss_mb(pid: int | str = "self") -> float:
+    """Current RSS of ``pid`` in MB."""
+    return _status_kb(pid, "VmRSS") / 1024
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and all its descendants (read from ``/proc``)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        todo.extend(children.get(current, []))
+    return out
+
+
+def run_with_rusage(
+    cmd: Sequence[str], *, timeout: float, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Run ``cmd`` with output to temp files and reap it with ``wait4`` to get its own peak RSS."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, env=env, cwd=REPO_DIR)
+        deadline = start + timeout
+        status, usage = 0, None
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                proc.kill()
+                pid, status, usage = os.wait4(proc.pid, 0)
+                status = -9
+                break
+            time.sleep(0.005)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status) if status != -9 else -9
+        out.seek(0)
+        err.seek(0)
+        return {
+            "rc": proc.returncode,
+            "wall_s": wall,
+            "stdout": out.read(),
+            "stderr": err.read(),
+            "maxrss_mb": (usage.ru_maxrss / 1024) if usage else 0.0,
+        }
+
+
+def run_client(spec: dict[str, Any], *, timeout: float = 300) -> dict[str, Any]:
+    """Run ``bench/_client.py`` with ``spec`` in a fresh process and return its JSON report."""
+    env = dict(os.environ)
+    res = run_with_rusage(
+        [sys.executable, str(BENCH_DIR / "_client.py"), json.dumps(spec)], timeout=timeout, env=env
+    )
+    lines = [ln for ln in res["stdout"].splitlines() if ln.startswith("{")]
+    if res["rc"] != 0 or not lines:
+        tail = res["stderr"].strip().splitlines()[-3:]
+        return {"ok": False, "error": f"exit {res['rc']}: {' / '.join(tail)}"[:300], "wall_s": res["wall_s"]}
+    report: dict[str, Any] = json.loads(lines[-1])
+    report["process_maxrss_mb"] = res["maxrss_mb"]
+    return report
+
+
+# ------------------------------------------------------------------------------------------ sandbox
+@contextmanager
+def sandbox(**kwargs: Any) -> Iterator[Any]:
+    """Start a :class:`SandboxServer` on 127.0.0.1 with a temp data dir; stop it and delete the dir."""
+    from airflow_provider_docsign.sandbox import SandboxServer
+
+    data = Path(tempfile.mkdtemp(prefix="docsign-bench-sandbox-"))
+    try:
+        with SandboxServer(data, api_key=API_KEY, host="127.0.0.1", port=0, **kwargs) as sb:
+            yield sb
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+@contextmanager
+def temp_dir(prefix: str) -> Iterator[Path]:
+    """A temp dir for large files, always deleted."""
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def make_pdfs(directory: Path, sizes_mb: Sequence[float], prefix: str) -> list[Path]:
+    """Write sample PDFs of about the given sizes (MB) with ``write_sample_pdf(padding_bytes=...)``."""
+    from airflow_provider_docsign.samples import write_sample_pdf
+
+    paths = []
+    for i, size in enumerate(sizes_mb):
+        path = directory / f"{prefix}-{i + 1}.pdf"
+        write_sample_pdf(path, title=f"{prefix} {i + 1}", pages=2, padding_bytes=int(size * MB))
+        paths.append(path)
+    return paths
+
+
+# -------------------------------------------------------------------------------------------- output
+def fmt(value: Any, digits: int = 2) -> str:
+    """Format a cell: floats rounded, ``None`` as an em dash."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return "—"
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Render a GitHub-flavoured markdown table."""
+    lines = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    for row in rows:
+        lines.append("| " + " | ".join(fmt(c).replace("|", "\\|").replace("\n", " ") for c in row) + " |")
+    return "\n".join(lines)
+
+
+def write_result(
+    name: str,
+    *,
+    title: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    notes: Sequence[str] = (),
+    targets: Sequence[dict[str, Any]] = (),
+    extra: dict[str, Any] | None = None,
+) -> Path:
+    """Print the table and write ``bench/results/<name>.json`` (atomically) with the machine."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "name": name,
+        "title": title,
+        "machine": machine(),
+        "columns": list(columns),
+        "rows": [list(r) for r in rows],
+        "targets": list(targets),
+        "notes": list(notes),
+        "markdown": markdown_table(columns, rows),
+    }
+    if extra:
+        doc["extra"] = extra
+    print(f"\n## {title}\n")
+    print(doc["markdown"])
+    for target in targets:
+        mark = "MET" if target.get("met") else "MISSED"
+        print(f"- target: {target['what']}: {target['target']} -> {target['measured']} [{mark}]")
+    for note in notes:
+        print(f"- {note}")
+    tmp = RESULTS_DIR / f"{name}.json.tmp"
+    tmp.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    final = RESULTS_DIR / f"{name}.json"
+    tmp.replace(final)
+    return final
+
+
+def short_error(exc: BaseException, limit: int = 300) -> str:
+    """``Type: message`` cut to ``limit`` characters (never contains the API key: it is scrubbed)."""
+    text = f"{type(exc).__name__}: {exc}".replace(API_KEY, "***")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def python() -> str:
+    """The interpreter running the benchmarks (the project venv)."""
+    return sys.executable

@@ -1,0 +1,111 @@
+"""Run every benchmark (what ``make bench`` runs), each in its own process with a time limit.
+
+Usage::
+
+    python bench/run_all.py                      # all benchmarks
+    python bench/run_all.py --only upload waiting
+    python bench/run_all.py --update-docs        # also rewrite the tables in docs/benchmarks.md
+
+Each benchmark prints one table and writes ``bench/results/<name>.json``; this script then writes
+``bench/results/summary.md`` with every table and the targets. A benchmark that fails or overruns is
+reported and the others still run; the exit status is non-zero if any failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import BENCH_DIR, REPO_DIR, RESULTS_DIR, machine
+
+#: (name, script, time limit in seconds). The limits add up to well under 10 minutes on 2 cores.
+BENCHMARKS = [
+    ("sandbox_memory", "bench_sandbox_memory.py", 90),
+    ("upload", "bench_upload.py", 150),
+    ("download", "bench_download.py", 120),
+    ("waiting", "bench_waiting.py", 180),
+    ("http_provider", "bench_http_provider.py", 90),
+    ("pipeline", "bench_pipeline.py", 180),
+]
+DOCS = REPO_DIR / "docs" / "benchmarks.md"
+BEGIN, END = "<!-- BEGIN RESULTS (bench/run_all.py --update-docs) -->", "<!-- END RESULTS -->"
+
+
+def summary_markdown(names: list[str], status: dict[str, str]) -> str:
+    m = machine()
+    out = [
+        f"Measured {m['measured_at']} on {m['cores']} cores, {m['memory_mb']:.0f} MB RAM ({m['cpu']}), "
+        f"Python {m['python']}, Airflow {m['airflow']}, provider {m['provider']}, "
+        f"documenso-sdk {m['documenso_sdk']}, apache-airflow-providers-http "
+        f"{m['apache_airflow_providers_http']}, {m['curl']}.",
+        "",
+    ]
+    for name in names:
+        path = RESULTS_DIR / f"{name}.json"
+        if status.get(name) != "ok" or not path.exists():
+            out += [f"### {name}", "", f"Not measured in this run: {status.get(name, 'not run')}.", ""]
+            continue
+        doc = json.loads(path.read_text())
+        out += [f"### {doc['title']}", "", doc["markdown"], ""]
+        for target in doc.get("targets", []):
+            mark = "met" if target.get("met") else "**missed**"
+            out.append(
+                f"- target {target['what']}: {target['target']}; measured {target['measured']} ({mark})"
+            )
+        for note in doc.get("notes", []):
+            out.append(f"- {note}")
+        out.append("")
+    return "\n".join(out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--only", nargs="*", help="names of the benchmarks to run")
+    parser.add_argument("--update-docs", action="store_true", help="rewrite the tables in docs/benchmarks.md")
+    args = parser.parse_args()
+    selected = [b for b in BENCHMARKS if not args.only or b[0] in args.only]
+    status: dict[str, str] = {}
+    started = time.monotonic()
+    for name, script, limit in selected:
+        print(f"\n=== {name} (limit {limit} s) ===", flush=True)
+        t0 = time.monotonic()
+        proc = subprocess.Popen([sys.executable, str(BENCH_DIR / script)], cwd=REPO_DIR)
+        try:
+            proc.wait(timeout=limit)
+            status[name] = "ok" if proc.returncode == 0 else f"failed (exit {proc.returncode})"
+        except subprocess.TimeoutExpired:
+            # SIGTERM first: the benchmark turns it into SystemExit, so its sandbox is stopped by its
+            # handle and its temp files are deleted; SIGKILL only if that does not end it.
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            status[name] = f"stopped after its {limit} s limit"
+        print(f"=== {name}: {status[name]} in {time.monotonic() - t0:.1f} s ===", flush=True)
+    total = time.monotonic() - started
+    names = [b[0] for b in selected]
+    text = summary_markdown(names, status)
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    (RESULTS_DIR / "summary.md").write_text(text + f"\nTotal benchmark time: {total:.0f} s.\n")
+    if args.update_docs and DOCS.exists():
+        doc = DOCS.read_text()
+        if BEGIN in doc and END in doc:
+            head, rest = doc.split(BEGIN, 1)
+            _, tail = rest.split(END, 1)
+            DOCS.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+    print(f"\nAll benchmarks: {total:.0f} s. " + ", ".join(f"{k}: {v}" for k, v in status.items()))
+    return 0 if all(v == "ok" for v in status.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
