@@ -1,0 +1,674 @@
+"""Archive an envelope's PDFs, byte for byte with checksums, to a local directory or an object store.
+
+The operator reads the envelope, checks that its status allows the requested version, then works in
+three phases so that a failure never leaves a partial or unverified file at a final name:
+
+1. **stage**: every item (in ``order``), then the audit log and certificate if asked for, is streamed
+   by :class:`~airflow_provider_docsign.hooks.docsign.DocsignHook` into a temporary name beside its
+   final name (``.<name>.<token>.partial``). The hook checks the content type and the ``%PDF-`` magic
+   before the first byte is written; the operator hashes the bytes as they pass and cross-checks
+   the hook's SHA-256 and size;
+2. **compare**: each final name is compared with what is there already. The same SHA-256 means
+   "unchanged"; different bytes fail the task (``overwrite=False``) before any file is moved, and the
+   existing file is not touched;
+3. **commit**: staged files are moved into place (an atomic rename on a local disk; on object stores
+   the object appears whole or not at all), then ``manifest.json`` is written atomically beside them.
+
+Every temporary object is removed on failure. No HTTP here: all service calls go through the hook.
+"""
+
+from __future__ import annotations
+
+import datetime
+import errno
+import hashlib
+import io
+import json
+import os
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from airflow_provider_docsign._compat import AirflowFailException, Asset, ObjectStoragePath
+from airflow_provider_docsign.archive import (
+    DEFAULT_FILENAME_TEMPLATE,
+    DEFAULT_MANIFEST_NAME,
+    MANIFEST_FIELDS,
+    VERSIONS,
+    ArchivedFile,
+    build_manifest,
+    common_directory,
+    disambiguate,
+    render_filename,
+    render_manifest_name,
+    validate_filename_template,
+)
+from airflow_provider_docsign.exceptions import DocsignError
+from airflow_provider_docsign.models import EnvelopeStatus
+from airflow_provider_docsign.operators._base import DocsignBaseOperator, json_safe
+
+if TYPE_CHECKING:
+    from airflow_provider_docsign._compat import Context
+    from airflow_provider_docsign.models import DownloadResult, Envelope
+
+__all__ = [
+    "DocsignArchiveConflictError",
+    "DocsignArchiveError",
+    "DocsignArchiveSignedDocumentsOperator",
+    "DocsignEnvelopeNotReadyError",
+]
+
+_CHUNK = 1024 * 1024
+_PDF_MAGIC = b"%PDF-"
+_REPORT_NAMES = {"audit_log": "audit-log.pdf", "certificate": "certificate.pdf"}
+
+
+class DocsignArchiveError(DocsignError):
+    """Archiving failed for a reason that retrying the task may fix (e.g. a download failed)."""
+
+
+class DocsignEnvelopeNotReadyError(DocsignArchiveError):
+    """The envelope's status does not (yet) allow the requested download version.
+
+    Raised for ``version="signed"`` before COMPLETED (the real service would silently return the
+    unsigned upload) and for ``version="pending"`` outside PENDING. A later try may succeed.
+    """
+
+
+class DocsignArchiveConflictError(AirflowFailException, DocsignError):  # type: ignore[misc]
+    """A different file already exists at an archive name and ``overwrite`` is off.
+
+    The existing file is left untouched. Retrying cannot help, so the task fails without retries.
+    """
+
+
+class DocsignEnvelopeFailedError(AirflowFailException, DocsignError):  # type: ignore[misc]
+    """The envelope was rejected or cancelled: its documents will never be signed. No retries."""
+
+
+# -- storage ------------------------------------------------------------------------------------
+
+
+class _HashingWriter(io.RawIOBase):
+    """A write-only stream that hashes and counts the bytes it passes on to ``target``."""
+
+    def __init__(self, target: IO[bytes]) -> None:
+        super().__init__()
+        self._target = target
+        self.digest = hashlib.sha256()
+        self.size = 0
+        self.head = b""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        chunk = bytes(data)
+        if len(self.head) < len(_PDF_MAGIC):
+            self.head += chunk[: len(_PDF_MAGIC) - len(self.head)]
+        self._target.write(chunk)
+        self.digest.update(chunk)
+        self.size += len(chunk)
+        return len(chunk)
+
+
+class _Store:
+    """The archive destination: a local directory (``pathlib``) or an :class:`ObjectStoragePath`.
+
+    Local destinations get the strongest guarantees (``os.replace``/``os.link`` renames, ``fsync``);
+    object stores get whole-object writes under a temporary key and a server-side move.
+    """
+
+    def __init__(self, destination: Any, conn_id: str | None) -> None:
+        self.created_dirs: list[Path] = []
+        if isinstance(destination, ObjectStoragePath):
+            root: Any = destination
+        elif isinstance(destination, str | os.PathLike):
+            text = os.fspath(destination)
+            if not text.strip():
+                raise ValueError(
+                    "destination is empty: give a local directory or a URI such as s3://bucket/prefix"
+                )
+            root = ObjectStoragePath(text, conn_id=conn_id) if "://" in text else Path(text)
+        else:
+            raise TypeError(
+                f"destination must be a local directory, a URI or an ObjectStoragePath, not "
+                f"{type(destination).__name__}"
+            )
+        if isinstance(root, ObjectStoragePath) and root.protocol in {"file", "local"}:
+            root = Path(root.path)
+        self.local = isinstance(root, Path)
+        self.root: Any = root.absolute() if self.local else root
+        if self.local and self.root.exists() and not self.root.is_dir():
+            raise ValueError(f"destination {self.root} exists and is not a directory")
+
+    @property
+    def uri(self) -> str:
+        """The destination as a URI without any connection id (``file:///…``, ``s3://bucket/…``)."""
+        return _uri_of(self.root)
+
+    def path(self, name: str) -> Any:
+        return self.root.joinpath(*name.split("/"))
+
+    def uri_of(self, name: str) -> str:
+        return _uri_of(self.path(name))
+
+    def temp_for(self, name: str) -> Any:
+        final = self.path(name)
+        return final.parent / f".{final.name}.{secrets.token_hex(6)}.partial"
+
+    def ensure_parent(self, target: Any) -> None:
+        if not self.local:
+            return  # object stores have no directories to create
+        missing = []
+        parent = target.parent
+        while not parent.exists():
+            missing.append(parent)
+            parent = parent.parent
+        for directory in reversed(missing):
+            try:
+                directory.mkdir()
+            except FileExistsError:
+                continue
+            self.created_dirs.append(directory)
+
+    def open_new(self, target: Any) -> IO[bytes]:
+        self.ensure_parent(target)
+        if self.local:
+            return open(target, "xb")
+        return target.open("wb")  # type: ignore[no-any-return]
+
+    def exists(self, target: Any) -> bool:
+        return bool(target.exists())
+
+    def size(self, target: Any) -> int:
+        return int(target.stat().st_size) if self.local else int(target.stat()["size"])
+
+    def sha256(self, target: Any) -> str:
+        digest = hashlib.sha256()
+        with target.open("rb") as fh:
+            while chunk := fh.read(_CHUNK):
+                digest.update(chunk)
+        return digest.hexdigest()
+
+    def commit(self, temp: Any, final: Any, *, overwrite: bool) -> bool:
+        """Move ``temp`` to ``final``. Without ``overwrite``, return False if ``final`` appeared meanwhile."""
+        if self.local:
+            if overwrite:
+                os.replace(temp, final)
+            else:
+                try:
+                    os.link(temp, final)  # atomic, and fails if final exists: never clobbers
+                except FileExistsError:
+                    return False
+                except OSError as err:  # no hard links here (some network file systems)
+                    if err.errno not in {errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK}:
+                        raise
+                    if final.exists():
+                        return False
+                    os.replace(temp, final)
+                    _fsync_dir(final.parent)
+                    return True
+                os.unlink(temp)
+            _fsync_dir(final.parent)
+            return True
+        if not overwrite and final.exists():
+            # Object stores offer no portable "create if absent"; this check narrows the window.
+            return False
+        temp.rename(final)
+        return True
+
+    def remove(self, target: Any) -> None:
+        try:
+            if self.local:
+                os.unlink(target)
+            elif target.exists():
+                target.unlink()
+        except FileNotFoundError:
+            pass
+
+    def remove_created_dirs(self) -> None:
+        for directory in reversed(self.created_dirs):
+            try:
+                directory.rmdir()  # only if empty
+            except OSError:
+                continue
+
+    def write_atomic(self, name: str, data: bytes) -> None:
+        final = self.path(name)
+        temp = self.temp_for(name)
+        fh = self.open_new(temp)
+        try:
+            with fh:
+                fh.write(data)
+                _sync(fh, local=self.local)
+            if self.local:
+                os.replace(temp, final)
+                _fsync_dir(final.parent)
+            else:
+                if final.exists():
+                    final.unlink()
+                temp.rename(final)
+        except BaseException:
+            self.remove(temp)
+            raise
+
+
+def _uri_of(path: Any) -> str:
+    if isinstance(path, Path):
+        return path.absolute().as_uri()
+    protocol = path.protocol
+    if isinstance(protocol, tuple | list):
+        protocol = protocol[0]
+    # str(ObjectStoragePath) embeds the connection id ("s3://conn@bucket/key"); manifests must not.
+    return f"{protocol}://{path.path}"
+
+
+def _sync(fh: IO[bytes], *, local: bool) -> None:
+    if local:
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _now() -> str:
+    return (
+        datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    )
+
+
+@dataclass
+class _Staged:
+    record: ArchivedFile
+    temp: Any
+    final: Any
+
+
+# -- the operator ---------------------------------------------------------------------------------
+
+
+class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
+    """Archive every PDF of an envelope, with SHA-256 checksums and a manifest, to a directory or store.
+
+    Each item is downloaded separately, in ``order``, with the hook's streaming download (memory stays
+    flat whatever the file size). The content type and ``%PDF-`` magic are checked before the first
+    byte is written, every file is staged under a temporary name and moved into place only when
+    complete, and ``manifest.json`` is written beside the files (atomically). The manifest dict is
+    also returned as XCom.
+
+    With ``declare_asset`` on and a destination that is not templated, the destination URI is
+    declared as an Airflow Asset (a Dataset on Airflow 2.11) in ``outlets``, so downstream DAGs can be
+    scheduled on "contracts archived"; each asset event carries the envelope id and manifest URI.
+
+    :param envelope_id: The envelope to archive (templated).
+    :param destination: A local directory, a URI (``file://``, ``s3://``, ``gs://``, ``memory://``,
+        any fsspec scheme Airflow's ObjectStoragePath knows) or an ``ObjectStoragePath`` (templated).
+    :param version: ``signed`` (default), ``original`` or ``pending``.
+    :param require_completed: With ``version="signed"``, fail unless the envelope is COMPLETED. The real
+        service answers "signed" before completion with the unsigned upload, so turning this off
+        archives unsigned bytes (a warning is logged). REJECTED and CANCELLED always fail for "signed".
+    :param filename_template: The relative name of each item, a ``str.format`` template with
+        ``envelope_key`` (the externalId, else the envelope id), ``envelope_id``, ``item_id``,
+        ``order``, ``title`` (without ``.pdf``) and ``version``. ``/`` separates directories. Values
+        are sanitised (no separators, ``..`` or control characters; bounded length), the name ends in
+        ``.pdf`` exactly once, and names that would collide get ``-2``, ``-3``...
+    :param overwrite: Replace existing files whose bytes differ. Off (default): an existing file with
+        the same SHA-256 is reported "unchanged" (so a re-run succeeds), a different one fails the task
+        before anything is moved and is not touched.
+    :param include_audit_log: Also archive the envelope's audit-log PDF (``audit-log.pdf``).
+    :param include_certificate: Also archive the signing certificate (``certificate.pdf``); the service
+        has one only for COMPLETED or REJECTED envelopes. The audit log and certificate are rendered
+        by the service on each request, so a re-run may get different bytes: an existing copy is then
+        kept (outcome "kept", with a warning) unless ``overwrite`` is on.
+    :param destination_conn_id: The Airflow connection for the object store (e.g. an ``aws``
+        connection for ``s3://``); templated.
+    :param manifest_name: The manifest's file name, written in the directory that holds all the files;
+        may use ``{envelope_key}``, ``{envelope_id}`` and ``{version}``. Use a per-envelope name when
+        several envelopes share one directory. ``None`` writes no manifest file (XCom only).
+    :param declare_asset: Declare the destination as an outlet Asset (see above).
+    :param docsign_conn_id: The ``docsign`` connection (default ``docsign_default``).
+    """
+
+    template_fields: Sequence[str] = ("envelope_id", "destination", "destination_conn_id")
+    ui_color = "#d7ecd9"
+
+    def __init__(
+        self,
+        *,
+        envelope_id: str,
+        destination: Any,
+        version: str = "signed",
+        require_completed: bool = True,
+        filename_template: str = DEFAULT_FILENAME_TEMPLATE,
+        overwrite: bool = False,
+        include_audit_log: bool = False,
+        include_certificate: bool = False,
+        destination_conn_id: str | None = None,
+        manifest_name: str | None = DEFAULT_MANIFEST_NAME,
+        declare_asset: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        if version not in VERSIONS:
+            raise ValueError(f"version must be one of {', '.join(VERSIONS)}, not {version!r}")
+        validate_filename_template(filename_template)
+        if manifest_name is not None:
+            validate_filename_template(manifest_name, allowed=MANIFEST_FIELDS)
+            if manifest_name.lower().endswith(".pdf"):
+                raise ValueError(f"manifest_name {manifest_name!r} must not end in .pdf")
+        asset_uri = None
+        if declare_asset and "outlets" not in kwargs:
+            asset_uri = _static_destination_uri(destination)
+            if asset_uri is not None:
+                kwargs["outlets"] = [Asset(asset_uri)]
+        super().__init__(**kwargs)
+        self.envelope_id = envelope_id
+        self.destination = destination
+        self.version = version
+        self.require_completed = require_completed
+        self.filename_template = filename_template
+        self.overwrite = overwrite
+        self.include_audit_log = include_audit_log
+        self.include_certificate = include_certificate
+        self.destination_conn_id = destination_conn_id
+        self.manifest_name = manifest_name
+        self.declare_asset = declare_asset
+
+    # -- checks -------------------------------------------------------------------------------
+
+    def check_status(self, envelope: Envelope) -> None:
+        """Fail unless the envelope's status allows downloading ``version`` (and the reports).
+
+        :param envelope: The envelope as just read from the service.
+        """
+        status = envelope.status
+        label = f"envelope {envelope.id} is {status}"
+        if self.version == "signed":
+            if status in (EnvelopeStatus.REJECTED, EnvelopeStatus.CANCELLED):
+                reasons = "; ".join(
+                    f"recipient {r.id}: {r.rejection_reason}"
+                    for r in envelope.recipients
+                    if r.rejection_reason
+                )
+                raise DocsignEnvelopeFailedError(
+                    f"{label}: its documents will never be signed, nothing was archived"
+                    + (f" (rejection: {reasons})" if reasons else "")
+                )
+            if status != EnvelopeStatus.COMPLETED:
+                if self.require_completed:
+                    raise DocsignEnvelopeNotReadyError(
+                        f"{label}, not COMPLETED: the signed version exists only after every signer has "
+                        "signed (the service would return the unsigned upload). Nothing was archived; wait "
+                        "with DocsignEnvelopeSensor first"
+                    )
+                self.log.warning(
+                    "Envelope %s is %s: with require_completed=False the 'signed' download is the unsigned "
+                    "upload",
+                    envelope.id,
+                    status,
+                )
+        elif self.version == "pending" and status != EnvelopeStatus.PENDING:
+            raise DocsignEnvelopeNotReadyError(
+                f"{label}: version='pending' exists only while the envelope is PENDING; nothing was archived"
+            )
+        if self.include_certificate and status not in (EnvelopeStatus.COMPLETED, EnvelopeStatus.REJECTED):
+            raise DocsignEnvelopeNotReadyError(
+                f"{label}: the service has a certificate only for COMPLETED or REJECTED envelopes "
+                "(include_certificate=True); nothing was archived"
+            )
+        if not envelope.items:
+            raise DocsignArchiveError(f"envelope {envelope.id} has no items: nothing to archive")
+
+    def plan(self, envelope: Envelope) -> tuple[list[tuple[str, str, Any]], str | None]:
+        """Decide every archive name: ``[(kind, name, item)]`` in download order, and the manifest name.
+
+        :param envelope: The envelope.
+        """
+        item_names = [
+            render_filename(
+                self.filename_template,
+                envelope_id=envelope.id,
+                external_id=envelope.external_id,
+                item_id=item.id,
+                order=item.order,
+                title=item.title,
+                version=self.version,
+            )
+            for item in envelope.items
+        ]
+        directory = common_directory(item_names)
+        prefix = f"{directory}/" if directory else ""
+        manifest = None
+        if self.manifest_name is not None:
+            manifest = prefix + render_manifest_name(
+                self.manifest_name,
+                envelope_id=envelope.id,
+                external_id=envelope.external_id,
+                version=self.version,
+            )
+        kinds: list[tuple[str, Any]] = [("item", item) for item in envelope.items]
+        names = list(item_names)
+        for kind, wanted in (
+            ("audit_log", self.include_audit_log),
+            ("certificate", self.include_certificate),
+        ):
+            if wanted:
+                kinds.append((kind, None))
+                names.append(prefix + _REPORT_NAMES[kind])
+        unique = disambiguate(names, reserved=[manifest] if manifest else [])
+        return [(kind, name, item) for (kind, item), name in zip(kinds, unique, strict=True)], manifest
+
+    # -- execution ------------------------------------------------------------------------------
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        """Archive the envelope and return the manifest dict."""
+        store = _Store(self.destination, self.destination_conn_id)
+        envelope = self.hook.get_envelope(self.envelope_id)
+        self.check_status(envelope)
+        plan, manifest_name = self.plan(envelope)
+        self.log.info(
+            "Archiving %d file(s) of envelope %s (%s, version=%s) to %s",
+            len(plan),
+            envelope.id,
+            envelope.status,
+            self.version,
+            store.uri,
+        )
+        staged: list[_Staged] = []
+        try:
+            for kind, name, item in plan:
+                staged.append(self._stage(store, envelope, kind, name, item))
+            records = self._compare(store, staged)
+            self._commit(store, staged, records)
+            manifest = build_manifest(
+                envelope={
+                    "id": envelope.id,
+                    "external_id": envelope.external_id,
+                    "title": envelope.title,
+                    "status": json_safe(envelope.status),
+                    "completed_at": envelope.completed_at,
+                },
+                destination=store.uri,
+                manifest_uri=store.uri_of(manifest_name) if manifest_name else None,
+                version=self.version,
+                archived_at=_now(),
+                files=records,
+            )
+            if manifest_name:
+                body = json.dumps(manifest, indent=2, sort_keys=False).encode("utf-8") + b"\n"
+                store.write_atomic(manifest_name, body)
+        except BaseException:
+            for entry in staged:
+                store.remove(entry.temp)
+            store.remove_created_dirs()  # only directories this run created and left empty
+            raise
+        for record in records:
+            self.log.info(
+                "%s %s (%d bytes, sha256 %s)", record.outcome, record.uri, record.size, record.sha256
+            )
+        self._annotate_assets(context, store, manifest)
+        try:
+            self.push_envelope_link(context, envelope.id, envelope)
+        except Exception:  # the link is a convenience; never fail an archive over it
+            self.log.debug("Could not store the envelope link", exc_info=True)
+        return manifest
+
+    def _download(self, kind: str, envelope: Envelope, item: Any) -> Callable[[Any], DownloadResult]:
+        if kind == "item":
+            return lambda fh: self.hook.download_envelope_item(item.id, fh, version=self.version)
+        if kind == "audit_log":
+            return lambda fh: self.hook.download_audit_log(envelope.id, fh)
+        return lambda fh: self.hook.download_certificate(envelope.id, fh)
+
+    def _stage(self, store: _Store, envelope: Envelope, kind: str, name: str, item: Any) -> _Staged:
+        final = store.path(name)
+        temp = store.temp_for(name)
+        what = f"item {item.id} ({item.title!r})" if kind == "item" else f"the {kind.replace('_', ' ')}"
+        downloaded_at = _now()
+        fh = store.open_new(temp)
+        staged = _Staged(record=None, temp=temp, final=final)  # type: ignore[arg-type]
+        try:
+            with fh:
+                writer = _HashingWriter(fh)
+                result = self._download(kind, envelope, item)(writer)
+                _sync(fh, local=store.local)
+        except BaseException as err:
+            store.remove(temp)
+            if isinstance(err, DocsignError):
+                raise DocsignArchiveError(
+                    f"downloading {what} of envelope {envelope.id} failed: {err}. Nothing was written at "
+                    f"{store.uri_of(name)}"
+                ) from err
+            raise
+        sha256 = writer.digest.hexdigest()
+        problem = None
+        if writer.head != _PDF_MAGIC:
+            problem = "the bytes do not start with %PDF-"
+        elif result.sha256 != sha256 or result.size != writer.size:
+            problem = (
+                f"the hook reported sha256 {result.sha256} / {result.size} bytes but {sha256} / "
+                f"{writer.size} bytes were written"
+            )
+        if problem:
+            store.remove(temp)
+            raise DocsignArchiveError(
+                f"downloading {what} of envelope {envelope.id}: {problem}; nothing written"
+            )
+        staged.record = ArchivedFile(
+            kind=kind,
+            name=name,
+            uri=store.uri_of(name),
+            sha256=sha256,
+            size=writer.size,
+            outcome="created",
+            downloaded_at=downloaded_at,
+            content_type=result.content_type,
+            item_id=item.id if kind == "item" else None,
+            title=item.title if kind == "item" else None,
+            order=item.order if kind == "item" else None,
+            version=self.version if kind == "item" else None,
+        )
+        return staged
+
+    def _existing_matches(self, store: _Store, entry: _Staged) -> bool | None:
+        """None: nothing there; True: same bytes; False: different bytes."""
+        if not store.exists(entry.final):
+            return None
+        if store.size(entry.final) != entry.record.size:
+            return False
+        return store.sha256(entry.final) == entry.record.sha256
+
+    def _compare(self, store: _Store, staged: list[_Staged]) -> list[ArchivedFile]:
+        records: list[ArchivedFile] = []
+        conflicts: list[str] = []
+        for entry in staged:
+            same = self._existing_matches(store, entry)
+            record = entry.record
+            if same is True:
+                record = replace(record, outcome="unchanged")
+            elif same is False and self.overwrite:
+                record = replace(record, outcome="overwritten")
+            elif same is False and record.kind != "item":
+                self.log.warning(
+                    "Keeping the existing %s at %s: the service rendered different bytes this time "
+                    "(set overwrite=True to replace it)",
+                    record.kind,
+                    record.uri,
+                )
+                record = replace(
+                    record,
+                    outcome="kept",
+                    sha256=store.sha256(entry.final),
+                    size=store.size(entry.final),
+                )
+            elif same is False:
+                conflicts.append(record.uri)
+            records.append(record)
+        if conflicts:
+            raise DocsignArchiveConflictError(
+                "different file(s) already exist at " + ", ".join(conflicts) + ": they were left untouched "
+                "and nothing was archived. Choose another destination or filename_template, or set "
+                "overwrite=True"
+            )
+        return records
+
+    def _commit(self, store: _Store, staged: list[_Staged], records: list[ArchivedFile]) -> None:
+        for entry, record in zip(staged, records, strict=True):
+            if record.outcome in {"unchanged", "kept"}:
+                store.remove(entry.temp)
+                continue
+            if not store.commit(entry.temp, entry.final, overwrite=record.outcome == "overwritten"):
+                raise DocsignArchiveConflictError(
+                    f"a file appeared at {record.uri} while archiving; it was left untouched"
+                )
+
+    def _annotate_assets(self, context: Context, store: _Store, manifest: dict[str, Any]) -> None:
+        outlet_events = context.get("outlet_events") if hasattr(context, "get") else None
+        if outlet_events is None:
+            return
+        extra = {
+            "envelope_id": manifest["envelope_id"],
+            "external_id": manifest["external_id"],
+            "manifest_uri": manifest["manifest_uri"],
+            "files": len(manifest["files"]),
+        }
+        for outlet in self.outlets or ():
+            if getattr(outlet, "uri", None) == store.uri:
+                try:
+                    outlet_events[outlet].extra.update(extra)
+                except Exception:  # lineage is best effort; the archive itself succeeded
+                    self.log.debug("Could not annotate the asset event for %s", store.uri, exc_info=True)
+
+
+def _static_destination_uri(destination: Any) -> str | None:
+    """The destination's URI when it is known at parse time (no template, no connection look-up)."""
+    if isinstance(destination, ObjectStoragePath):
+        return (
+            _uri_of(Path(destination.path))
+            if destination.protocol in {"file", "local"}
+            else _uri_of(destination)
+        )
+    if not isinstance(destination, str | os.PathLike):
+        return None
+    text = os.fspath(destination)
+    if not text.strip() or "{{" in text or "{%" in text:
+        return None
+    if "://" not in text:
+        return Path(text).absolute().as_uri()
+    scheme, _, rest = text.partition("://")
+    if scheme in {"file", "local"}:
+        return Path("/" + rest.lstrip("/")).as_uri()
+    return f"{scheme}://{rest.rstrip('/')}"
