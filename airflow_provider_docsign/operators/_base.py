@@ -1,0 +1,283 @@
+"""Shared base of the Docsign operators: the connection id, a lazily created hook, JSON-safe XCom.
+
+Nothing here talks HTTP: every call to the service goes through :class:`DocsignHook`, which is created
+on first use inside ``execute`` (never while a DAG file is parsed: no connection look-up, no database
+query, no network call at parse time).
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cached_property
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_docsign._compat import (
+    AirflowFailException,
+    BaseOperator,
+    BaseOperatorLink,
+    ObjectStoragePath,
+)
+from airflow_provider_docsign.exceptions import (
+    DocsignAuthError,
+    DocsignInvalidRequestError,
+    DocsignNotFoundError,
+    DocsignValidationError,
+)
+from airflow_provider_docsign.links import (
+    ENVELOPE_LINK_XCOM_KEY,
+    DocsignEnvelopeLink,
+    envelope_link_payload,
+)
+
+if TYPE_CHECKING:
+    from airflow_provider_docsign._compat import Context
+    from airflow_provider_docsign.hooks.docsign import DocsignHook
+    from airflow_provider_docsign.models import Envelope
+
+__all__ = [
+    "DEFAULT_CONN_ID",
+    "DocsignBaseOperator",
+    "DocsignOperatorWarning",
+    "DocsignRetryWithoutExternalIdWarning",
+    "json_safe",
+    "resolve_files",
+]
+
+DEFAULT_CONN_ID = "docsign_default"
+
+SIGNATURE_FIELD_TYPES = frozenset({"SIGNATURE", "FREE_SIGNATURE"})
+RECIPIENT_ROLES = frozenset({"SIGNER", "APPROVER", "VIEWER", "CC", "ASSISTANT"})
+FIELD_TYPES = frozenset(
+    {
+        "SIGNATURE",
+        "FREE_SIGNATURE",
+        "INITIALS",
+        "NAME",
+        "EMAIL",
+        "DATE",
+        "TEXT",
+        "NUMBER",
+        "RADIO",
+        "CHECKBOX",
+        "DROPDOWN",
+    }
+)
+
+#: Errors a retry of the task cannot fix: the task fails at once instead of using up its retries.
+PERMANENT_ERRORS: tuple[type[Exception], ...] = (
+    DocsignValidationError,
+    DocsignAuthError,
+    DocsignInvalidRequestError,
+    DocsignNotFoundError,
+)
+
+
+def fail_now(err: Exception) -> AirflowFailException:
+    """Wrap an error no retry can fix, so the task fails without using up its retries.
+
+    :param err: The error; its type and message (which never contains the API key) are kept.
+    """
+    return AirflowFailException(f"{type(err).__name__}: {err}")
+
+
+def status_value(status: Any) -> str:
+    """The plain string of an envelope status (enum member or unknown string)."""
+    return str(status.value if isinstance(status, enum.Enum) else status)
+
+
+class DocsignOperatorWarning(UserWarning):
+    """Base class of the warnings the Docsign operators emit (at DAG parse time)."""
+
+
+class DocsignRetryWithoutExternalIdWarning(DocsignOperatorWarning):
+    """A create operator has ``retries > 0`` but no ``external_id``.
+
+    Without an ``external_id`` a retried task cannot find the envelope a failed try may already have
+    created, so every retry risks a duplicate draft. Use an ``external_id`` unique per logical envelope,
+    for example ``"contract-{{ run_id }}-{{ params.customer_id }}"``.
+    """
+
+
+def json_safe(value: Any) -> Any:
+    """Return ``value`` as plain JSON data (dict, list, str, int, float, bool, None).
+
+    Enums become their value, records with ``to_dict()`` their dict, dates ISO strings and paths
+    strings. Anything else raises :class:`TypeError`, so a Python object never reaches XCom.
+
+    :param value: The value to convert.
+    """
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, enum.Enum):
+        return json_safe(value.value)
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [json_safe(v) for v in value]
+    if isinstance(value, datetime.datetime | datetime.date):
+        return value.isoformat()
+    if isinstance(value, PurePath | ObjectStoragePath):
+        return str(value)
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return json_safe(to_dict())
+    raise TypeError(f"{type(value).__name__} is not JSON-safe and cannot be stored in XCom")
+
+
+def resolve_files(files: Any, *, argument: str = "files") -> list[Any]:
+    """Turn the operator's ``files`` argument into a list of paths the hook accepts.
+
+    A ``str`` containing ``"://"`` becomes an :class:`ObjectStoragePath` (``s3://``, ``gs://``,
+    ``file://``...); any other ``str`` a local :class:`~pathlib.Path`. Path objects pass through.
+
+    :param files: One file or a list of files (local paths, URIs or ``ObjectStoragePath``).
+    :param argument: The argument name, for error messages.
+    """
+    if isinstance(files, str | os.PathLike | ObjectStoragePath):
+        files = [files]
+    if not isinstance(files, Iterable) or isinstance(files, bytes | Mapping):
+        raise TypeError(f"{argument} must be a path, a URI or a list of them, not {type(files).__name__}")
+    out: list[Any] = []
+    for index, item in enumerate(files):
+        if isinstance(item, ObjectStoragePath):
+            out.append(item)
+        elif isinstance(item, str):
+            if not item.strip():
+                raise ValueError(f"{argument}[{index}] is an empty string")
+            out.append(ObjectStoragePath(item) if "://" in item else Path(item))
+        elif isinstance(item, os.PathLike):
+            out.append(item)
+        else:
+            raise TypeError(
+                f"{argument}[{index}] must be a local path, a URI or an ObjectStoragePath, "
+                f"not {type(item).__name__}"
+            )
+    if not out:
+        raise ValueError(f"{argument} is empty: give at least one PDF")
+    return out
+
+
+def file_label(path: Any) -> str:
+    """A short name for a file in messages (its base name)."""
+    name = getattr(path, "name", None)
+    return str(name) if name else str(path)
+
+
+class DocsignBaseOperator(BaseOperator):
+    """Base class of the Docsign operators.
+
+    :param docsign_conn_id: The Airflow connection of type ``docsign`` (default ``docsign_default``).
+        Its password is the team API key, which never reaches logs or XCom.
+    """
+
+    operator_extra_links: tuple[BaseOperatorLink, ...] = (DocsignEnvelopeLink(),)
+
+    def __init__(self, *, docsign_conn_id: str = DEFAULT_CONN_ID, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.docsign_conn_id = docsign_conn_id
+
+    @cached_property
+    def hook(self) -> DocsignHook:
+        """The :class:`DocsignHook`, created on first use (inside ``execute``, never at parse time)."""
+        from airflow_provider_docsign.hooks.docsign import DocsignHook
+
+        return DocsignHook(docsign_conn_id=self.docsign_conn_id)
+
+    # -- XCom helpers ----------------------------------------------------------------------------
+
+    @staticmethod
+    def xcom_push_safe(context: Context, key: str, value: Any) -> None:
+        """Push a JSON-safe copy of ``value`` to this task instance's XCom under ``key``.
+
+        :param context: The task context.
+        :param key: The XCom key.
+        :param value: The value (converted with :func:`json_safe`).
+        """
+        context["ti"].xcom_push(key=key, value=json_safe(value))
+
+    def push_envelope_link(
+        self, context: Context, envelope_id: str, envelope: Envelope | None = None
+    ) -> None:
+        """Store what the "Docsign envelope" extra link needs, so the UI never calls the service.
+
+        :param context: The task context.
+        :param envelope_id: The envelope id.
+        :param envelope: The envelope record, for its team URL and type, when already read.
+        """
+        payload = envelope_link_payload(web_url=self.hook.web_url, envelope_id=envelope_id, envelope=envelope)
+        self.xcom_push_safe(context, ENVELOPE_LINK_XCOM_KEY, payload)
+
+    # -- checks shared by several operators ---------------------------------------------------
+
+    def item_page_counts(self, envelope: Envelope, item_ids: Iterable[str]) -> dict[str, int]:
+        """Count the pages of the given items by downloading their original PDF to a temporary dir.
+
+        :param envelope: The envelope the items belong to (for messages).
+        :param item_ids: The item ids to count.
+        """
+        from pypdf import PdfReader
+
+        counts: dict[str, int] = {}
+        wanted = [i for i in dict.fromkeys(item_ids) if i]
+        if not wanted:
+            return counts
+        with tempfile.TemporaryDirectory(prefix="docsign-pages-") as tmp:
+            for index, item_id in enumerate(wanted):
+                target = Path(tmp) / f"item-{index}.pdf"
+                self.hook.download_envelope_item(item_id, target, version="original")
+                with target.open("rb") as fh:
+                    counts[item_id] = len(PdfReader(fh).pages)
+        self.log.info("Page counts of envelope %s items: %s", envelope.id, counts)
+        return counts
+
+
+def field_problems(
+    fields: Sequence[Mapping[str, Any]],
+    *,
+    envelope: Envelope,
+    page_counts: Mapping[str, int],
+    where: str = "fields",
+) -> list[str]:
+    """Problems of stored or requested fields against the envelope's items and their page counts.
+
+    :param fields: Fields in the service's JSON shape (``recipientId``, ``envelopeItemId``, ``page``...).
+    :param envelope: The envelope (its items and recipients).
+    :param page_counts: Pages per item id.
+    :param where: How the fields are named in messages.
+    """
+    problems: list[str] = []
+    items = {item.id: item for item in envelope.items}
+    recipients = {r.id: r for r in envelope.recipients}
+    first_item = envelope.items[0].id if envelope.items else None
+    for index, field in enumerate(fields):
+        label = f"{where}[{index}]"
+        if field.get("id") is not None:
+            label += f" (field {field['id']})"
+        rid = field.get("recipientId")
+        if rid is not None and _as_int(rid) not in recipients:
+            problems.append(f"{label}: recipientId {rid!r} is not a recipient of envelope {envelope.id}")
+        item_id = field.get("envelopeItemId") or first_item
+        item = items.get(str(item_id)) if item_id is not None else None
+        if item is None:
+            problems.append(f"{label}: envelopeItemId {item_id!r} is not an item of envelope {envelope.id}")
+            continue
+        page = field.get("page")
+        pages = page_counts.get(item.id)
+        if isinstance(page, int) and pages is not None and not 1 <= page <= pages:
+            problems.append(
+                f"{label}: page {page} is outside item {item.id} ({item.title!r}), which has {pages} "
+                f"page{'s' if pages != 1 else ''}"
+            )
+    return problems
+
+
+def _as_int(value: Any) -> Any:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return value

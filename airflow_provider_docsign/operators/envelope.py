@@ -1,0 +1,465 @@
+"""Operators that create, distribute and cancel envelopes."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_docsign._compat import AirflowFailException, mask_secret
+from airflow_provider_docsign.exceptions import DocsignAmbiguousWriteError, DocsignValidationError
+from airflow_provider_docsign.models import EnvelopeStatus
+from airflow_provider_docsign.operators._base import (
+    PERMANENT_ERRORS,
+    SIGNATURE_FIELD_TYPES,
+    DocsignBaseOperator,
+    DocsignRetryWithoutExternalIdWarning,
+    fail_now,
+    field_problems,
+    file_label,
+    resolve_files,
+    status_value,
+)
+
+if TYPE_CHECKING:
+    from airflow_provider_docsign._compat import Context
+    from airflow_provider_docsign.models import Envelope
+
+__all__ = [
+    "DocsignCancelEnvelopeOperator",
+    "DocsignCreateEnvelopeOperator",
+    "DocsignDistributeEnvelopeOperator",
+    "DocsignRetryWithoutExternalIdWarning",
+]
+
+IF_EXISTS_CHOICES = ("reuse", "fail", "create")
+ENVELOPE_TYPES = ("DOCUMENT", "TEMPLATE")
+
+
+class DocsignCreateEnvelopeOperator(DocsignBaseOperator):
+    """Create a DRAFT envelope from one or more PDFs, safely on retry.
+
+    Everything is validated locally (files exist and are PDFs, ``identifier`` in range, pages exist,
+    coordinates within the page, roles and field types known, every SIGNER has a signature field)
+    before the first byte is sent. The envelope id is pushed to XCom (key ``envelope_id``) as soon as
+    it is known, so the "Docsign envelope" link works even if a later step of the task fails.
+
+    **Safe retries.** The service has no idempotency key, so repeating a create can make a duplicate
+    draft. When ``external_id`` is set, a retry of the task (``try_number > 1``), or a create whose
+    outcome was ambiguous (connection lost after sending) within the same try, first looks for the
+    envelope by exact ``external_id`` in the same folder; ``if_exists`` decides what happens when one
+    is found. Give every logical envelope its own ``external_id``, for example
+    ``"contract-{{ run_id }}-{{ params.customer_id }}"``. A warning is emitted at DAG parse time when
+    ``retries > 0`` and no ``external_id`` is given.
+
+    Returns ``{"envelope_id", "item_ids" (in the order of files), "external_id", "status"}``.
+
+    :param title: The envelope title (1-255 characters). Templated.
+    :param files: The PDFs, in order: local paths, ``ObjectStoragePath`` objects or URIs such as
+        ``s3://bucket/key.pdf`` (any fsspec scheme). A field's ``identifier`` is the zero-based index
+        into this list. Templated.
+    :param recipients: Recipients in the service's JSON shape (``email``, ``name``, ``role``, and
+        nested ``fields`` with ``identifier``, ``type``, ``page``, ``positionX``, ``positionY``,
+        ``width``, ``height``). Templated (rendered as JSON).
+    :param external_id: Your own reference for the envelope (at most 255 characters), used to find it
+        again on retry. Templated.
+    :param meta: The envelope ``meta`` object (``subject``, ``message``, ``language``, ``timezone``...).
+        Templated (rendered as JSON).
+    :param folder_id: The folder to create the envelope in (default: the root). Templated.
+    :param envelope_type: ``"DOCUMENT"`` (default) or ``"TEMPLATE"``. Templated.
+    :param if_exists: What a retried or ambiguous create does when an envelope with the same
+        ``external_id`` already exists in the folder: ``"reuse"`` (default) adopts it after checking
+        that its title and item count match; ``"fail"`` raises; ``"create"`` always creates a new one
+        (an ambiguous create is then re-raised rather than repeated).
+    :param payload_extra: Further top-level payload keys passed to the service unchanged (for example
+        ``{"visibility": "EVERYONE"}``). Templated (rendered as JSON).
+    :param docsign_conn_id: The Airflow connection of type ``docsign``.
+    """
+
+    template_fields: Sequence[str] = (
+        "title",
+        "files",
+        "recipients",
+        "external_id",
+        "meta",
+        "folder_id",
+        "envelope_type",
+        "payload_extra",
+    )
+    template_fields_renderers = {
+        "files": "json",
+        "recipients": "json",
+        "meta": "json",
+        "payload_extra": "json",
+    }
+    ui_color = "#d6eaff"
+
+    def __init__(
+        self,
+        *,
+        title: str,
+        files: Any,
+        recipients: list[dict[str, Any]] | None = None,
+        external_id: str | None = None,
+        meta: dict[str, Any] | None = None,
+        folder_id: str | None = None,
+        envelope_type: str = "DOCUMENT",
+        if_exists: str = "reuse",
+        payload_extra: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if if_exists not in IF_EXISTS_CHOICES:
+            raise ValueError(f"if_exists must be one of {IF_EXISTS_CHOICES}, not {if_exists!r}")
+        self.title = title
+        self.files = files
+        self.recipients = recipients
+        self.external_id = external_id
+        self.meta = meta
+        self.folder_id = folder_id
+        self.envelope_type = envelope_type
+        self.if_exists = if_exists
+        self.payload_extra = payload_extra
+        if not external_id and (self.retries or 0) > 0:
+            warnings.warn(
+                f"Task {self.task_id!r}: DocsignCreateEnvelopeOperator has retries={self.retries} but no "
+                "external_id, so a retry cannot find an envelope a failed try already created and may "
+                "make a duplicate draft. Set external_id to a value unique per logical envelope, e.g. "
+                "'contract-{{ run_id }}-<business key>'.",
+                DocsignRetryWithoutExternalIdWarning,
+                stacklevel=2,
+            )
+
+    # -- execute -----------------------------------------------------------------------------
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        """Create (or, on retry, find) the envelope and return its ids and status."""
+        files = self._checked_inputs()
+        ti = context["ti"]
+        try_number = int(getattr(ti, "try_number", 1) or 1)
+
+        envelope_id: str | None = None
+        reused = False
+        if self.external_id and self.if_exists != "create" and try_number > 1:
+            self.log.info(
+                "Try %s: looking for an envelope a previous try may have created (externalId %r)",
+                try_number,
+                self.external_id,
+            )
+            envelope_id = self._existing_envelope_id()
+            reused = envelope_id is not None
+
+        if envelope_id is None:
+            envelope_id, reused = self._create(files)
+        self.xcom_push_safe(context, "envelope_id", envelope_id)
+        # The link is usable right away; it gains the team URL once the envelope is read back.
+        self.push_envelope_link(context, envelope_id)
+
+        envelope = self.hook.get_envelope(envelope_id)
+        self.push_envelope_link(context, envelope_id, envelope)
+        if reused:
+            self._check_matches(envelope, len(files))
+        result = {
+            "envelope_id": envelope.id,
+            "item_ids": envelope.item_ids,
+            "external_id": envelope.external_id if envelope.external_id is not None else self.external_id,
+            "status": status_value(envelope.status),
+        }
+        self.log.info(
+            "Envelope %s is %s with %d item(s)", envelope.id, result["status"], len(result["item_ids"])
+        )
+        return result
+
+    def _checked_inputs(self) -> list[Any]:
+        problems: list[str] = []
+        if not isinstance(self.title, str) or not self.title.strip():
+            problems.append("title: must be a non-empty string")
+        if self.external_id is not None and not isinstance(self.external_id, str):
+            problems.append(f"external_id: must be a string, not {type(self.external_id).__name__}")
+        if str(self.envelope_type).upper() not in ENVELOPE_TYPES:
+            problems.append(f"envelope_type: must be one of {ENVELOPE_TYPES}, not {self.envelope_type!r}")
+        if self.recipients is not None and not isinstance(self.recipients, list):
+            problems.append(f"recipients: must be a list, not {type(self.recipients).__name__}")
+        if self.meta is not None and not isinstance(self.meta, dict):
+            problems.append(f"meta: must be a JSON object, not {type(self.meta).__name__}")
+        if self.payload_extra is not None and not isinstance(self.payload_extra, dict):
+            problems.append(f"payload_extra: must be a JSON object, not {type(self.payload_extra).__name__}")
+        files: list[Any] = []
+        try:
+            files = resolve_files(self.files)
+        except (TypeError, ValueError) as err:
+            problems.append(str(err))
+        if problems:
+            raise fail_now(DocsignValidationError(problems, context=f"task {self.task_id!r} arguments"))
+        return files
+
+    def _create(self, files: list[Any]) -> tuple[str, bool]:
+        """Create the envelope; return its id and whether an existing one was adopted instead."""
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                self.log.info(
+                    "Creating envelope %r from %d file(s): %s",
+                    self.title,
+                    len(files),
+                    ", ".join(file_label(f) for f in files),
+                )
+                envelope_id = self.hook.create_envelope(
+                    title=self.title,
+                    files=files,
+                    recipients=self.recipients,
+                    external_id=self.external_id,
+                    meta=self.meta,
+                    folder_id=self.folder_id,
+                    envelope_type=str(self.envelope_type).upper(),
+                    **(self.payload_extra or {}),
+                )
+                self.log.info("Created envelope %s", envelope_id)
+                return envelope_id, False
+            except PERMANENT_ERRORS as err:
+                raise fail_now(err) from err
+            except DocsignAmbiguousWriteError as err:
+                if not self.external_id or self.if_exists == "create":
+                    self.log.error(
+                        "The create's outcome is unknown and cannot be checked safely "
+                        "(external_id=%r, if_exists=%r); not repeating it",
+                        self.external_id,
+                        self.if_exists,
+                    )
+                    raise
+                self.log.warning("The create's outcome is unknown (%s); checking by externalId", err)
+                found = self._existing_envelope_id()
+                if found is not None:
+                    return found, True
+                if attempts >= 2:
+                    raise
+                self.log.info(
+                    "No envelope with externalId %r exists: the create did not take effect", self.external_id
+                )
+
+    def _existing_envelope_id(self) -> str | None:
+        assert self.external_id
+        matches = self.hook.find_envelopes_by_external_id(self.external_id, folder_id=self.folder_id)
+        if not matches:
+            self.log.info("No envelope with externalId %r found", self.external_id)
+            return None
+        if len(matches) > 1:
+            ids = ", ".join(m.id for m in matches)
+            raise AirflowFailException(
+                f"{len(matches)} envelopes have externalId {self.external_id!r} in folder "
+                f"{self.folder_id or '(root)'}: {ids}. Delete the duplicates or use a unique external_id."
+            )
+        match = matches[0]
+        if self.if_exists == "fail":
+            raise AirflowFailException(
+                f"An envelope with externalId {self.external_id!r} already exists ({match.id}) and "
+                "if_exists='fail'"
+            )
+        self.log.info("Reusing envelope %s (externalId %r)", match.id, self.external_id)
+        return match.id
+
+    def _check_matches(self, envelope: Envelope, file_count: int) -> None:
+        problems = []
+        if (envelope.title or "").strip() != self.title.strip():
+            problems.append(f"its title is {envelope.title!r}, not {self.title!r}")
+        if len(envelope.items) != file_count:
+            problems.append(f"it has {len(envelope.items)} item(s), not {file_count}")
+        if problems:
+            raise AirflowFailException(
+                f"Envelope {envelope.id} has externalId {self.external_id!r} but does not match this task: "
+                + "; ".join(problems)
+                + ". Is the external_id unique per logical envelope?"
+            )
+
+
+class DocsignDistributeEnvelopeOperator(DocsignBaseOperator):
+    """Send a DRAFT envelope to its recipients.
+
+    Before sending it checks that every SIGNER has a signature field and that no field lies on a page
+    its PDF does not have (the real service accepts such a field, and the envelope can then never
+    complete). An envelope that is already PENDING is left as it is and the task succeeds, so a retry
+    is safe.
+
+    Returns ``{"envelope_id", "status", "recipients": [{"id", "email", "name", "role"}]}``; with
+    ``return_signing_urls=True`` each recipient also has ``signing_url``.
+
+    :param envelope_id: The envelope to send. Templated.
+    :param meta: Meta to save before sending (``subject``, ``message``, ``distributionMethod``...).
+        Templated (rendered as JSON).
+    :param return_signing_urls: Also return each recipient's signing URL. These are bearer links
+        (whoever has one can sign), so they are off by default and, when on, masked in task logs.
+    :param check_pages: Check fields against the page counts of the PDFs (downloads each item that has
+        fields once). Default ``True``.
+    :param docsign_conn_id: The Airflow connection of type ``docsign``.
+    """
+
+    template_fields: Sequence[str] = ("envelope_id", "meta")
+    template_fields_renderers = {"meta": "json"}
+    ui_color = "#d6eaff"
+
+    def __init__(
+        self,
+        *,
+        envelope_id: str,
+        meta: dict[str, Any] | None = None,
+        return_signing_urls: bool = False,
+        check_pages: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.envelope_id = envelope_id
+        self.meta = meta
+        self.return_signing_urls = return_signing_urls
+        self.check_pages = check_pages
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        """Check the envelope, distribute it (unless already PENDING) and return its recipients."""
+        envelope_id = str(self.envelope_id)
+        if self.meta is not None and not isinstance(self.meta, dict):
+            raise AirflowFailException(f"meta: must be a JSON object, not {type(self.meta).__name__}")
+        try:
+            envelope = self.hook.get_envelope(envelope_id)
+        except PERMANENT_ERRORS as err:
+            raise fail_now(err) from err
+        self.push_envelope_link(context, envelope_id, envelope)
+
+        if envelope.status == EnvelopeStatus.PENDING:
+            self.log.info("Envelope %s is already PENDING: nothing to send (no-op)", envelope_id)
+            return self._result(envelope, None)
+        if envelope.status != EnvelopeStatus.DRAFT:
+            raise AirflowFailException(
+                f"Envelope {envelope_id} is {status_value(envelope.status)}: only a DRAFT can be distributed"
+            )
+        self._check_ready(envelope)
+
+        try:
+            response = self.hook.distribute_envelope(envelope_id, meta=self.meta)
+        except PERMANENT_ERRORS as err:
+            raise fail_now(err) from err
+        except DocsignAmbiguousWriteError:
+            again = self.hook.get_envelope(envelope_id)
+            if again.status != EnvelopeStatus.PENDING:
+                raise
+            self.log.warning("The distribute's answer was lost, but envelope %s is PENDING", envelope_id)
+            return self._result(again, None)
+        self.log.info("Distributed envelope %s", envelope_id)
+        return self._result(envelope, response)
+
+    def _check_ready(self, envelope: Envelope) -> None:
+        problems: list[str] = []
+        for recipient in envelope.recipients:
+            if recipient.role != "SIGNER":
+                continue
+            has_signature = any(
+                f.recipient_id == recipient.id and (f.type or "").upper() in SIGNATURE_FIELD_TYPES
+                for f in envelope.fields
+            )
+            if not has_signature:
+                problems.append(
+                    f"recipient {recipient.id} ({recipient.email or recipient.name or 'no email'}) is a "
+                    "SIGNER without a SIGNATURE or FREE_SIGNATURE field"
+                )
+        if not envelope.recipients:
+            problems.append("the envelope has no recipients")
+        if self.check_pages and envelope.fields:
+            fields = [
+                {
+                    "id": f.id,
+                    "recipientId": f.recipient_id,
+                    "envelopeItemId": f.envelope_item_id,
+                    "page": f.page,
+                }
+                for f in envelope.fields
+            ]
+            item_ids = [f.envelope_item_id for f in envelope.fields if f.envelope_item_id]
+            counts = self.item_page_counts(envelope, [i for i in item_ids if i is not None])
+            problems.extend(field_problems(fields, envelope=envelope, page_counts=counts, where="field"))
+        if problems:
+            raise fail_now(
+                DocsignValidationError(problems, context=f"envelope {envelope.id} before distribution")
+            )
+
+    def _result(self, envelope: Envelope, response: dict[str, Any] | None) -> dict[str, Any]:
+        by_id: dict[int, dict[str, Any]] = {}
+        for r in envelope.recipients:
+            by_id[r.id] = {"id": r.id, "email": r.email, "name": r.name, "role": r.role}
+        urls: dict[int, str] = {}
+        for raw in (response or {}).get("recipients") or []:
+            try:
+                rid = int(raw["id"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            by_id.setdefault(
+                rid, {"id": rid, "email": raw.get("email"), "name": raw.get("name"), "role": raw.get("role")}
+            )
+            if raw.get("signingUrl"):
+                urls[rid] = str(raw["signingUrl"])
+        recipients = list(by_id.values())
+        if self.return_signing_urls:
+            for r in envelope.recipients:
+                token = r.raw.get("token")
+                if r.id not in urls and token and r.role != "CC":
+                    # The service's signing URL is {WEBAPP_URL}/sign/{token} (distribute response); an
+                    # envelope that was already PENDING gives no response, so build it the same way.
+                    urls[r.id] = f"{str(self.hook.web_url).rstrip('/')}/sign/{token}"
+            for entry in recipients:
+                url = urls.get(entry["id"])
+                if url:
+                    # Bearer links: mask before anything (including Airflow's return-value log) prints them.
+                    mask_secret(url)
+                    entry["signing_url"] = url
+        return {
+            "envelope_id": envelope.id,
+            "status": EnvelopeStatus.PENDING.value,
+            "recipients": recipients,
+        }
+
+
+class DocsignCancelEnvelopeOperator(DocsignBaseOperator):
+    """Cancel a PENDING envelope (its recipients can no longer sign).
+
+    An envelope that is already CANCELLED is left as it is and the task succeeds (safe on retry).
+    Any other status fails the task: the service only cancels PENDING envelopes.
+
+    Returns ``{"envelope_id", "status"}``.
+
+    :param envelope_id: The envelope to cancel. Templated.
+    :param reason: The reason recorded in the audit log and sent to recipients. Templated.
+    :param docsign_conn_id: The Airflow connection of type ``docsign``.
+    """
+
+    template_fields: Sequence[str] = ("envelope_id", "reason")
+    ui_color = "#ffe0d6"
+
+    def __init__(self, *, envelope_id: str, reason: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.envelope_id = envelope_id
+        self.reason = reason
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        """Cancel the envelope and return its final status."""
+        envelope_id = str(self.envelope_id)
+        try:
+            envelope = self.hook.get_envelope(envelope_id)
+        except PERMANENT_ERRORS as err:
+            raise fail_now(err) from err
+        self.push_envelope_link(context, envelope_id, envelope)
+        if envelope.status == EnvelopeStatus.CANCELLED:
+            self.log.info("Envelope %s is already CANCELLED (no-op)", envelope_id)
+            return {"envelope_id": envelope_id, "status": EnvelopeStatus.CANCELLED.value}
+        if envelope.status != EnvelopeStatus.PENDING:
+            raise AirflowFailException(
+                f"Envelope {envelope_id} is {status_value(envelope.status)}: only a PENDING envelope can be "
+                "cancelled"
+            )
+        try:
+            self.hook.cancel_envelope(envelope_id, reason=self.reason)
+        except PERMANENT_ERRORS as err:
+            raise fail_now(err) from err
+        except DocsignAmbiguousWriteError:
+            if self.hook.get_envelope(envelope_id).status != EnvelopeStatus.CANCELLED:
+                raise
+        final = self.hook.get_envelope(envelope_id)
+        self.log.info("Envelope %s is now %s", envelope_id, status_value(final.status))
+        return {"envelope_id": envelope_id, "status": status_value(final.status)}

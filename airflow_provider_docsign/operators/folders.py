@@ -1,0 +1,105 @@
+"""Operator that creates a folder, idempotently."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_docsign.exceptions import DocsignAmbiguousWriteError, DocsignValidationError
+from airflow_provider_docsign.operators._base import PERMANENT_ERRORS, DocsignBaseOperator, fail_now
+
+if TYPE_CHECKING:
+    from airflow_provider_docsign._compat import Context
+    from airflow_provider_docsign.models import Folder
+
+__all__ = ["DocsignCreateFolderOperator"]
+
+FOLDER_TYPES = ("DOCUMENT", "TEMPLATE")
+
+
+class DocsignCreateFolderOperator(DocsignBaseOperator):
+    """Create a folder, or return the existing folder with the same name under the same parent.
+
+    Running the task twice (or retrying it) never makes a second folder. Names are compared exactly
+    (after trimming spaces), among folders of the same type whose parent is ``parent_id`` (the root
+    when ``None``). If several such folders already exist, the oldest one is returned.
+
+    Returns the folder id.
+
+    :param name: The folder name (2-100 characters). Templated.
+    :param parent_id: The parent folder id, or ``None`` for the root. Templated.
+    :param folder_type: ``"DOCUMENT"`` (default) or ``"TEMPLATE"``. Templated.
+    :param docsign_conn_id: The Airflow connection of type ``docsign``.
+    """
+
+    template_fields: Sequence[str] = ("name", "parent_id", "folder_type")
+    operator_extra_links = ()
+    ui_color = "#e8f5d6"
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        parent_id: str | None = None,
+        folder_type: str = "DOCUMENT",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.name = name
+        self.parent_id = parent_id
+        self.folder_type = folder_type
+
+    def execute(self, context: Context) -> str:
+        """Find or create the folder and return its id."""
+        problems: list[str] = []
+        name = self.name.strip() if isinstance(self.name, str) else ""
+        if not 2 <= len(name) <= 100:
+            problems.append(f"name: must be 2-100 characters, not {self.name!r}")
+        folder_type = str(self.folder_type).upper()
+        if folder_type not in FOLDER_TYPES:
+            problems.append(f"folder_type: must be one of {FOLDER_TYPES}, not {self.folder_type!r}")
+        parent_id = self.parent_id or None
+        if parent_id is not None and not isinstance(parent_id, str):
+            problems.append(f"parent_id: must be a folder id string, not {type(parent_id).__name__}")
+        if problems:
+            raise fail_now(DocsignValidationError(problems, context="folder"))
+
+        try:
+            existing = self._find(name, parent_id, folder_type)
+            if existing is not None:
+                self.log.info(
+                    "Folder %r already exists under %s: %s", name, parent_id or "the root", existing.id
+                )
+                return existing.id
+            try:
+                folder = self.hook.create_folder(name, parent_id=parent_id, folder_type=folder_type)
+            except DocsignAmbiguousWriteError:
+                found = self._find(name, parent_id, folder_type)
+                if found is None:
+                    raise
+                self.log.warning("The create's answer was lost, but folder %r exists: %s", name, found.id)
+                return found.id
+        except PERMANENT_ERRORS as err:
+            raise fail_now(err) from err
+        self.log.info("Created folder %r under %s: %s", name, parent_id or "the root", folder.id)
+        return folder.id
+
+    def _find(self, name: str, parent_id: str | None, folder_type: str) -> Folder | None:
+        # Without parentId the service lists folders at every level (not only the root), so the
+        # parent is always compared here.
+        matches = [
+            f
+            for f in self.hook.list_folders(parent_id=parent_id, folder_type=folder_type)
+            if (f.name or "").strip() == name
+            and (f.parent_id or None) == parent_id
+            and (f.type or folder_type).upper() == folder_type
+        ]
+        if not matches:
+            return None
+        if len(matches) > 1:
+            ids = [f.id for f in matches]
+            self.log.warning(
+                "%d folders are named %r under %s: %s", len(matches), name, parent_id or "the root", ids
+            )
+        matches.sort(key=lambda f: (str(f.raw.get("createdAt") or ""), f.id))
+        return matches[0]
