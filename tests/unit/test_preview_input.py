@@ -26,7 +26,8 @@ def test_missing_file_and_non_pdf_are_listed_together(make_pdf, tmp_path):
     problems = info.value.problems
     assert len(problems) == 2
     assert "files[1] (missing.pdf): no such file" in problems[0]
-    assert "files[2] (fake.pdf)" in problems[1] and "%PDF-" in problems[1]
+    assert "files[2] (fake.pdf)" in problems[1]
+    assert "%PDF-" in problems[1]
     assert not out.exists()
 
 
@@ -93,7 +94,8 @@ def test_recipients_must_be_a_list_and_payload_form_is_accepted(make_pdf, tmp_pa
         render_field_preview(str(pdf), [SIGNER], tmp_path / "out")  # type: ignore[arg-type]
     payload = {"title": "T", "type": "DOCUMENT", "recipients": [SIGNER]}
     result = render_field_preview([pdf], payload, tmp_path / "out")
-    assert result.warnings == [] and len(result.pngs) == 1
+    assert result.warnings == []
+    assert len(result.pngs) == 1
 
 
 def test_import_needs_no_airflow_database_and_no_rasterizer():

@@ -47,7 +47,8 @@ def test_overlapping_fields(make_pdf, tmp_path):
         ("overlap", 1, 2, 2, "overlap.pdf")  # fields 3 and 4 only touch: no warning
     ]
     assert result.warnings[0].recipient == "Ann"
-    assert "#1" in result.warnings[0].message and "#2" in result.warnings[0].message
+    assert "#1" in result.warnings[0].message
+    assert "#2" in result.warnings[0].message
     page1, page2 = result.pngs
     assert _banner_pixels(page2) > 0
     assert _banner_pixels(page1) == 0
@@ -83,7 +84,8 @@ def test_field_on_a_page_the_pdf_lacks(make_pdf, tmp_path):
     assert "2 pages" in result.warnings[0].message
     # Reported on the file's last page, since page 3 does not exist to draw on.
     page1, page2 = result.pngs
-    assert _banner_pixels(page2) > 0 and _banner_pixels(page1) == 0
+    assert _banner_pixels(page2) > 0
+    assert _banner_pixels(page1) == 0
     assert len(result.pngs) == 2
 
 
