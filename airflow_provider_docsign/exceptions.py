@@ -13,6 +13,7 @@ __all__ = [
     "DocsignAPIError",
     "DocsignAmbiguousWriteError",
     "DocsignAuthError",
+    "DocsignConnectionError",
     "DocsignDownloadError",
     "DocsignError",
     "DocsignInvalidRequestError",
@@ -193,3 +194,11 @@ def _rebuild_plain(cls: type[Exception], message: str, state: dict[str, Any]) ->
     Exception.__init__(obj, message)
     obj.__dict__.update(state)
     return obj
+
+
+class DocsignConnectionError(DocsignAPIError):
+    """The service could not be reached (connection refused, DNS, TLS, timeout) after every retry.
+
+    It has no ``status_code``. For writes this is raised only when the request provably never reached
+    the service; otherwise :class:`DocsignAmbiguousWriteError` is raised.
+    """

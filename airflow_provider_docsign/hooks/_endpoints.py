@@ -1,0 +1,342 @@
+"""One definition per API operation, shared by the sync and async paths.
+
+Each builder returns a :class:`Call` (method, path relative to the base URL, query, JSON body, and
+whether the request reads, writes or creates, which decides the retry rules). Ids are checked here so
+that an empty or malformed id never reaches the service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from airflow_provider_docsign.exceptions import DocsignValidationError
+from airflow_provider_docsign.hooks._http import CREATE, READ, WRITE
+from airflow_provider_docsign.models import Envelope
+
+#: ``POST /envelope/get-many`` accepts 1..20 ids per call.
+GET_MANY_BATCH = 20
+#: ``perPage`` is at most 100 on every list route.
+PAGE_SIZE = 100
+DOWNLOAD_VERSIONS = ("signed", "original", "pending")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One HTTP request to the service.
+
+    :param method: ``GET`` or ``POST`` (the service uses nothing else).
+    :param path: Path relative to the base URL, ids already URL-quoted.
+    :param kind: ``read``, ``write`` or ``create`` (see :mod:`._http`).
+    :param params: Query parameters.
+    :param json: JSON body.
+    :param what: A short description for error messages, e.g. ``"create envelope"``.
+    """
+
+    method: str
+    path: str
+    kind: str
+    params: Mapping[str, Any] | None = None
+    json: Any = None
+    what: str = ""
+
+
+def check_str_id(value: Any, name: str) -> str:
+    """Return ``value`` if it is a usable string id, else raise :class:`DocsignValidationError`."""
+    if not isinstance(value, str) or not value.strip() or value != value.strip() or "/" in value:
+        raise DocsignValidationError(
+            [f"{name} must be a non-empty id string without spaces or '/', not {value!r}"]
+        )
+    return value
+
+
+def check_int_id(value: Any, name: str) -> int:
+    """Return ``value`` as an int if it is a positive integer id (or its decimal string)."""
+    if isinstance(value, bool):
+        raise DocsignValidationError([f"{name} must be a positive integer id, not {value!r}"])
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if not isinstance(value, int) or value < 1:
+        raise DocsignValidationError([f"{name} must be a positive integer id, not {value!r}"])
+    return value
+
+
+def _q(value: Any) -> str:
+    return quote(str(value), safe="")
+
+
+def _clean(params: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in params.items() if v is not None}
+
+
+# -- envelopes ------------------------------------------------------------------------------------
+
+
+def create_envelope() -> Call:
+    """``POST /envelope/create`` (multipart; the body is built by the caller)."""
+    return Call("POST", "/envelope/create", CREATE, what="create envelope")
+
+
+def get_envelope(envelope_id: str) -> Call:
+    """``GET /envelope/{id}``."""
+    check_str_id(envelope_id, "envelope_id")
+    return Call("GET", f"/envelope/{_q(envelope_id)}", READ, what="get envelope")
+
+
+def get_many(envelope_ids: Sequence[str]) -> Call:
+    """``POST /envelope/get-many`` for at most :data:`GET_MANY_BATCH` ids (a read, despite POST)."""
+    ids = [check_str_id(i, "envelope_ids[]") for i in envelope_ids]
+    if not 1 <= len(ids) <= GET_MANY_BATCH:
+        raise DocsignValidationError([f"get-many takes 1..{GET_MANY_BATCH} ids, not {len(ids)}"])
+    return Call(
+        "POST",
+        "/envelope/get-many",
+        READ,
+        json={"ids": {"type": "envelopeId", "ids": ids}},
+        what="get envelopes",
+    )
+
+
+def find_envelopes(
+    *,
+    page: int,
+    query: str | None = None,
+    status: str | None = None,
+    folder_id: str | None = None,
+    envelope_type: str | None = None,
+    per_page: int = PAGE_SIZE,
+) -> Call:
+    """``GET /envelope`` (one page)."""
+    params = _clean(
+        {
+            "query": query,
+            "status": status,
+            "folderId": folder_id,
+            "type": envelope_type,
+            "page": page,
+            "perPage": per_page,
+        }
+    )
+    return Call("GET", "/envelope", READ, params=params, what="find envelopes")
+
+
+def update_envelope(envelope_id: str, data: Mapping[str, Any] | None, meta: Mapping[str, Any] | None) -> Call:
+    """``POST /envelope/update``."""
+    body: dict[str, Any] = {"envelopeId": check_str_id(envelope_id, "envelope_id")}
+    if data:
+        body["data"] = dict(data)
+    if meta:
+        body["meta"] = dict(meta)
+    return Call("POST", "/envelope/update", WRITE, json=body, what="update envelope")
+
+
+def delete_envelope(envelope_id: str) -> Call:
+    """``POST /envelope/delete``."""
+    body = {"envelopeId": check_str_id(envelope_id, "envelope_id")}
+    return Call("POST", "/envelope/delete", WRITE, json=body, what="delete envelope")
+
+
+def distribute_envelope(envelope_id: str, meta: Mapping[str, Any] | None) -> Call:
+    """``POST /envelope/distribute``."""
+    body: dict[str, Any] = {"envelopeId": check_str_id(envelope_id, "envelope_id")}
+    if meta:
+        body["meta"] = dict(meta)
+    return Call("POST", "/envelope/distribute", WRITE, json=body, what="distribute envelope")
+
+
+def redistribute_envelope(envelope_id: str, recipient_ids: Sequence[int]) -> Call:
+    """``POST /envelope/redistribute``."""
+    ids = [check_int_id(r, "recipient_ids[]") for r in recipient_ids]
+    if not ids:
+        raise DocsignValidationError(["redistribute needs at least one recipient id"])
+    body = {"envelopeId": check_str_id(envelope_id, "envelope_id"), "recipients": ids}
+    return Call("POST", "/envelope/redistribute", WRITE, json=body, what="redistribute envelope")
+
+
+def cancel_envelope(envelope_id: str, reason: str | None) -> Call:
+    """``POST /envelope/cancel``."""
+    body: dict[str, Any] = {"envelopeId": check_str_id(envelope_id, "envelope_id")}
+    if reason is not None:
+        body["reason"] = reason
+    return Call("POST", "/envelope/cancel", WRITE, json=body, what="cancel envelope")
+
+
+def audit_log(envelope_id: str, *, page: int) -> Call:
+    """``GET /envelope/{id}/audit-log`` (one page)."""
+    check_str_id(envelope_id, "envelope_id")
+    return Call(
+        "GET",
+        f"/envelope/{_q(envelope_id)}/audit-log",
+        READ,
+        params={"page": page, "perPage": PAGE_SIZE},
+        what="get audit log",
+    )
+
+
+# -- items ----------------------------------------------------------------------------------------
+
+
+def create_items() -> Call:
+    """``POST /envelope/item/create-many`` (multipart; the body is built by the caller)."""
+    return Call("POST", "/envelope/item/create-many", CREATE, what="add envelope items")
+
+
+def update_items(envelope_id: str, data: Sequence[Mapping[str, Any]]) -> Call:
+    """``POST /envelope/item/update-many``."""
+    body = {"envelopeId": check_str_id(envelope_id, "envelope_id"), "data": [dict(d) for d in data]}
+    return Call("POST", "/envelope/item/update-many", WRITE, json=body, what="update envelope items")
+
+
+def delete_item(envelope_id: str, envelope_item_id: str) -> Call:
+    """``POST /envelope/item/delete``."""
+    body = {
+        "envelopeId": check_str_id(envelope_id, "envelope_id"),
+        "envelopeItemId": check_str_id(envelope_item_id, "envelope_item_id"),
+    }
+    return Call("POST", "/envelope/item/delete", WRITE, json=body, what="delete envelope item")
+
+
+def download_item(envelope_item_id: str, version: str) -> Call:
+    """``GET /envelope/item/{id}/download?version=…``."""
+    check_str_id(envelope_item_id, "envelope_item_id")
+    if version not in DOWNLOAD_VERSIONS:
+        raise DocsignValidationError(
+            [f"version must be one of {', '.join(DOWNLOAD_VERSIONS)}, not {version!r}"]
+        )
+    return Call(
+        "GET",
+        f"/envelope/item/{_q(envelope_item_id)}/download",
+        READ,
+        params={"version": version},
+        what=f"download envelope item ({version})",
+    )
+
+
+def download_audit_log(envelope_id: str) -> Call:
+    """``GET /envelope/{id}/audit-log/download``."""
+    check_str_id(envelope_id, "envelope_id")
+    return Call("GET", f"/envelope/{_q(envelope_id)}/audit-log/download", READ, what="download audit log")
+
+
+def download_certificate(envelope_id: str) -> Call:
+    """``GET /envelope/{id}/certificate/download``."""
+    check_str_id(envelope_id, "envelope_id")
+    return Call("GET", f"/envelope/{_q(envelope_id)}/certificate/download", READ, what="download certificate")
+
+
+# -- recipients -----------------------------------------------------------------------------------
+
+
+def get_recipient(recipient_id: int) -> Call:
+    """``GET /envelope/recipient/{id}``."""
+    rid = check_int_id(recipient_id, "recipient_id")
+    return Call("GET", f"/envelope/recipient/{rid}", READ, what="get recipient")
+
+
+def create_recipients(envelope_id: str, data: Sequence[Mapping[str, Any]]) -> Call:
+    """``POST /envelope/recipient/create-many``."""
+    body = {"envelopeId": check_str_id(envelope_id, "envelope_id"), "data": [dict(d) for d in data]}
+    return Call("POST", "/envelope/recipient/create-many", CREATE, json=body, what="create recipients")
+
+
+def update_recipients(envelope_id: str, data: Sequence[Mapping[str, Any]]) -> Call:
+    """``POST /envelope/recipient/update-many``."""
+    body = {"envelopeId": check_str_id(envelope_id, "envelope_id"), "data": [dict(d) for d in data]}
+    return Call("POST", "/envelope/recipient/update-many", WRITE, json=body, what="update recipients")
+
+
+def delete_recipient(recipient_id: int) -> Call:
+    """``POST /envelope/recipient/delete``."""
+    body = {"recipientId": check_int_id(recipient_id, "recipient_id")}
+    return Call("POST", "/envelope/recipient/delete", WRITE, json=body, what="delete recipient")
+
+
+def reject_recipient(recipient_id: int, envelope_id: str, reason: str) -> Call:
+    """``POST /envelope/recipient/{id}/reject``."""
+    rid = check_int_id(recipient_id, "recipient_id")
+    if not isinstance(reason, str) or not reason.strip():
+        raise DocsignValidationError(["reason must be a non-empty string"])
+    body = {"envelopeId": check_str_id(envelope_id, "envelope_id"), "reason": reason}
+    return Call("POST", f"/envelope/recipient/{rid}/reject", WRITE, json=body, what="reject recipient")
+
+
+# -- fields ---------------------------------------------------------------------------------------
+
+
+def get_field(field_id: int) -> Call:
+    """``GET /envelope/field/{id}``."""
+    fid = check_int_id(field_id, "field_id")
+    return Call("GET", f"/envelope/field/{fid}", READ, what="get field")
+
+
+def create_fields(envelope_id: str, data: Sequence[Mapping[str, Any]]) -> Call:
+    """``POST /envelope/field/create-many``."""
+    body = {"envelopeId": check_str_id(envelope_id, "envelope_id"), "data": [dict(d) for d in data]}
+    return Call("POST", "/envelope/field/create-many", CREATE, json=body, what="create fields")
+
+
+def update_fields(envelope_id: str, data: Sequence[Mapping[str, Any]]) -> Call:
+    """``POST /envelope/field/update-many``."""
+    body = {"envelopeId": check_str_id(envelope_id, "envelope_id"), "data": [dict(d) for d in data]}
+    return Call("POST", "/envelope/field/update-many", WRITE, json=body, what="update fields")
+
+
+def delete_field(field_id: int) -> Call:
+    """``POST /envelope/field/delete``."""
+    body = {"fieldId": check_int_id(field_id, "field_id")}
+    return Call("POST", "/envelope/field/delete", WRITE, json=body, what="delete field")
+
+
+# -- folders --------------------------------------------------------------------------------------
+
+
+def list_folders(*, page: int, parent_id: str | None, folder_type: str | None) -> Call:
+    """``GET /folder`` (one page)."""
+    params = _clean({"parentId": parent_id, "type": folder_type, "page": page, "perPage": PAGE_SIZE})
+    return Call("GET", "/folder", READ, params=params, what="list folders")
+
+
+def create_folder(name: str, parent_id: str | None, folder_type: str | None) -> Call:
+    """``POST /folder/create``."""
+    body = _clean({"name": name, "parentId": parent_id, "type": folder_type})
+    return Call("POST", "/folder/create", CREATE, json=body, what="create folder")
+
+
+def update_folder(folder_id: str, data: Mapping[str, Any]) -> Call:
+    """``POST /folder/update``."""
+    body = {"folderId": check_str_id(folder_id, "folder_id"), "data": dict(data)}
+    return Call("POST", "/folder/update", WRITE, json=body, what="update folder")
+
+
+def delete_folder(folder_id: str) -> Call:
+    """``POST /folder/delete``."""
+    body = {"folderId": check_str_id(folder_id, "folder_id")}
+    return Call("POST", "/folder/delete", WRITE, json=body, what="delete folder")
+
+
+# -- parsers shared by both paths -----------------------------------------------------------------
+
+
+def parse_envelope(body: Any) -> Envelope:
+    """Parse ``GET /envelope/{id}``."""
+    return Envelope.from_json(body)
+
+
+def parse_envelopes_in_order(body: Any, requested: Sequence[str]) -> list[Envelope]:
+    """Parse ``POST /envelope/get-many``; return envelopes in the requested order (missing ids omitted)."""
+    found = {str(e["id"]): Envelope.from_json(e) for e in (body or {}).get("data") or []}
+    return [found[i] for i in dict.fromkeys(requested) if i in found]
+
+
+def page_items(body: Any) -> tuple[list[Any], int]:
+    """Return a list page's ``data`` and ``totalPages`` (0 when missing)."""
+    if not isinstance(body, Mapping):
+        return [], 0
+    data = body.get("data") or []
+    try:
+        total = int(body.get("totalPages") or 0)
+    except (TypeError, ValueError):
+        total = 0
+    return list(data), total

@@ -1,0 +1,311 @@
+"""Streaming file I/O for uploads and downloads: local paths, binary file objects, ObjectStoragePath.
+
+Downloads are written atomically:
+
+* local paths (and ``file://`` object paths): the bytes go to a hidden temporary file in the target
+  directory, which is fsync'ed and renamed over the target only after every check passed;
+* other object stores (``s3://``, ``gs://``, ...): the bytes are streamed to a local temporary file
+  first and uploaded to the target key only after full verification. Object stores make an object
+  visible only when its upload completes, so a reader never sees a partial or unverified PDF;
+* binary file objects: written in place (the first byte only after the checks); if the download
+  fails later, a seekable object is truncated back to where it started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import unquote
+
+from airflow_provider_docsign.exceptions import DocsignValidationError
+
+CHUNK_SIZE = 1024 * 1024
+
+
+def _object_storage_path_cls() -> Any:
+    from airflow_provider_docsign._compat import ObjectStoragePath
+
+    return ObjectStoragePath
+
+
+def is_object_path(value: Any) -> bool:
+    """Whether ``value`` is an ``ObjectStoragePath`` (any fsspec-backed path)."""
+    try:
+        cls = _object_storage_path_cls()
+    except ImportError:  # pragma: no cover - Airflow always ships it
+        return False
+    return isinstance(value, cls)
+
+
+def _local_of(path: Any) -> Path | None:
+    """The local filesystem path of an ``ObjectStoragePath`` with the ``file``/``local`` protocol."""
+    protocol = getattr(path, "protocol", None) or ""
+    if isinstance(protocol, tuple | list):
+        protocol = protocol[0] if protocol else ""
+    if protocol in ("", "file", "local"):
+        raw = getattr(path, "path", None) or str(path)
+        if raw.startswith("file://"):
+            raw = raw[len("file://") :]
+        return Path(raw)
+    return None
+
+
+def to_path_like(value: Any) -> Any:
+    """Turn a string URL with a scheme (``s3://…``) into an ``ObjectStoragePath``; leave others alone."""
+    if isinstance(value, str) and re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", value):
+        if value.startswith("file://"):
+            return Path(unquote(value[len("file://") :]))
+        return _object_storage_path_cls()(value)
+    return value
+
+
+def open_source(source: Any) -> tuple[IO[bytes], bool]:
+    """Open an upload source as a binary stream: ``(stream, caller_must_close)``.
+
+    :param source: A local path (``str``/``PathLike``), an ``ObjectStoragePath`` or a binary file object
+        (which is used from its current position and not closed).
+    """
+    source = to_path_like(source)
+    if is_object_path(source):
+        local = _local_of(source)
+        if local is not None:
+            return open(local, "rb"), True
+        if not source.exists():
+            raise FileNotFoundError(str(source))
+        if source.is_dir():
+            raise IsADirectoryError(str(source))
+        return source.open("rb"), True
+    if isinstance(source, str | os.PathLike):
+        return open(source, "rb"), True
+    if hasattr(source, "read") and hasattr(source, "seek") and hasattr(source, "tell"):
+        if isinstance(getattr(source, "mode", "b"), str) and "b" not in getattr(source, "mode", "b"):
+            raise TypeError("file objects must be opened in binary mode ('rb')")
+        return source, False
+    if hasattr(source, "read"):
+        raise TypeError("file objects must be seekable (so that a retry can start again)")
+    raise TypeError(f"unsupported file source {type(source).__name__}; use a path, ObjectStoragePath or file")
+
+
+class HashingWriter:
+    """Counts bytes and computes SHA-256 while forwarding them to a sink."""
+
+    def __init__(self, sink: IO[bytes]) -> None:
+        self.sink = sink
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def write(self, chunk: bytes) -> None:
+        """Write ``chunk`` to the sink and account for it."""
+        self.sink.write(chunk)
+        self.sha256.update(chunk)
+        self.size += len(chunk)
+
+
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._ ()+-]")
+
+
+def filename_from_disposition(value: str | None) -> str | None:
+    """A safe file name from ``Content-Disposition`` (no directories, no hidden or odd characters)."""
+    if not value:
+        return None
+    match = re.search(r"filename\*\s*=\s*[^']*'[^']*'([^;]+)", value, re.IGNORECASE)
+    name = unquote(match.group(1)) if match else None
+    if not name:
+        match = re.search(r'filename\s*=\s*"([^"]*)"|filename\s*=\s*([^;]+)', value, re.IGNORECASE)
+        if match:
+            name = (match.group(1) or match.group(2) or "").strip()
+    if not name:
+        return None
+    name = name.replace("\\", "/").rsplit("/", 1)[-1]
+    name = _SAFE_NAME.sub("_", name).strip(" .")
+    return name or None
+
+
+class Sink:
+    """Where a verified download goes. ``open()`` after the checks; ``commit()`` or ``abort()`` at the end."""
+
+    uri: str | None = None
+
+    def open(self, filename: str) -> IO[bytes]:
+        """Start writing (called only after the status, content type and ``%PDF-`` checks passed)."""
+        raise NotImplementedError
+
+    def commit(self) -> str | None:
+        """Make the bytes visible at the destination; return its URI."""
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        """Remove every trace of a failed download."""
+        raise NotImplementedError
+
+
+class LocalSink(Sink):
+    """A local file path or directory; temp file in the same directory, then ``os.replace``."""
+
+    def __init__(self, target: Path, *, is_dir: bool, overwrite: bool) -> None:
+        self.target = target
+        self.is_dir = is_dir
+        self.overwrite = overwrite
+        self._tmp: str | None = None
+        self._fh: IO[bytes] | None = None
+        self._final: Path | None = None
+
+    def open(self, filename: str) -> IO[bytes]:
+        """Create the hidden temporary file next to the final name."""
+        final = self.target / filename if self.is_dir else self.target
+        if not self.overwrite and final.exists():
+            raise DocsignValidationError(
+                [f"destination {final} already exists (overwrite=False)"], "download"
+            )
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, self._tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".part", dir=final.parent)
+        self._fh = os.fdopen(fd, "wb")
+        self._final = final
+        return self._fh
+
+    def commit(self) -> str | None:
+        """Flush, fsync and atomically rename the temporary file onto the final name."""
+        assert self._fh is not None
+        assert self._tmp is not None
+        assert self._final is not None
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self._fh.close()
+        os.replace(self._tmp, self._final)
+        self._tmp = None
+        return str(self._final)
+
+    def abort(self) -> None:
+        """Close and delete the temporary file."""
+        if self._fh is not None and not self._fh.closed:
+            self._fh.close()
+        if self._tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._tmp)
+            self._tmp = None
+
+
+class ObjectStoreSink(Sink):
+    """A non-local ``ObjectStoragePath``: spool to a local temp file, upload after verification."""
+
+    def __init__(self, target: Any, *, is_dir: bool, overwrite: bool) -> None:
+        self.target = target
+        self.is_dir = is_dir
+        self.overwrite = overwrite
+        self._spool: IO[bytes] | None = None
+        self._final: Any = None
+
+    def open(self, filename: str) -> IO[bytes]:
+        """Open the local spool file."""
+        self._final = self.target / filename if self.is_dir else self.target
+        if not self.overwrite and self._final.exists():
+            raise DocsignValidationError(
+                [f"destination {self._final} already exists (overwrite=False)"], "download"
+            )
+        self._spool = tempfile.TemporaryFile(prefix="docsign-download-")  # noqa: SIM115 - closed in commit/abort
+        return self._spool
+
+    def commit(self) -> str | None:
+        """Upload the verified spool to the target key in chunks (visible only once complete)."""
+        assert self._spool is not None
+        self._spool.flush()
+        self._spool.seek(0)
+        try:
+            with self._final.open("wb") as out:
+                shutil.copyfileobj(self._spool, out, CHUNK_SIZE)
+        finally:
+            self._spool.close()
+            self._spool = None
+        return str(self._final)
+
+    def abort(self) -> None:
+        """Drop the spool; nothing was written to the object store."""
+        if self._spool is not None:
+            self._spool.close()
+            self._spool = None
+
+
+class FileObjectSink(Sink):
+    """A caller's binary file object: written in place; on failure truncated back to its start."""
+
+    def __init__(self, fileobj: IO[bytes]) -> None:
+        self.fileobj = fileobj
+        self._start: int | None = None
+
+    def open(self, filename: str) -> IO[bytes]:
+        """Remember the start position (if seekable) and hand out the object itself."""
+        try:
+            if self.fileobj.seekable():
+                self._start = self.fileobj.tell()
+        except (OSError, ValueError, AttributeError):
+            self._start = None
+        return self.fileobj
+
+    def commit(self) -> str | None:
+        """Flush the caller's object; its ``name`` (if a string) is reported as the URI."""
+        self.fileobj.flush()
+        name = getattr(self.fileobj, "name", None)
+        return name if isinstance(name, str) else None
+
+    def abort(self) -> None:
+        """Truncate a seekable object back to where the download started."""
+        if self._start is not None:
+            try:
+                self.fileobj.seek(self._start)
+                self.fileobj.truncate()
+            except (OSError, ValueError):
+                pass
+
+
+def make_sink(destination: Any, *, overwrite: bool = True) -> Sink:
+    """Choose a :class:`Sink` for ``destination`` and check it before any request is sent.
+
+    :param destination: A path (file or existing directory; a trailing separator means directory),
+        an ``ObjectStoragePath`` or a binary file object opened for writing.
+    :param overwrite: Whether an existing file may be replaced (atomically) on success.
+    """
+    destination = to_path_like(destination)
+    if is_object_path(destination):
+        local = _local_of(destination)
+        if local is None:
+            is_dir = str(destination).endswith("/") or (destination.exists() and destination.is_dir())
+            if not is_dir and not overwrite and destination.exists():
+                raise DocsignValidationError(
+                    [f"destination {destination} already exists (overwrite=False)"], "download"
+                )
+            return ObjectStoreSink(destination, is_dir=is_dir, overwrite=overwrite)
+        destination = local
+    if isinstance(destination, str | os.PathLike):
+        text = os.fspath(destination)
+        path = Path(text).expanduser()
+        is_dir = path.is_dir() or text.endswith(("/", os.sep))
+        if not is_dir:
+            if path.exists() and not path.is_file():
+                raise DocsignValidationError(
+                    [f"destination {path} exists and is not a regular file"], "download"
+                )
+            if not overwrite and path.exists():
+                raise DocsignValidationError(
+                    [f"destination {path} already exists (overwrite=False)"], "download"
+                )
+        return LocalSink(path, is_dir=is_dir, overwrite=overwrite)
+    if hasattr(destination, "write"):
+        mode = getattr(destination, "mode", "b")
+        if isinstance(mode, str) and "b" not in mode:
+            raise DocsignValidationError(
+                ["destination file object must be opened in binary mode ('wb')"], "download"
+            )
+        return FileObjectSink(destination)
+    raise DocsignValidationError(
+        [
+            f"unsupported destination {type(destination).__name__}; "
+            "use a path, ObjectStoragePath or binary file"
+        ],
+        "download",
+    )
