@@ -1,0 +1,354 @@
+"""Outermost ASGI middleware: request ids, rate-limit headers, the request log and fault injection.
+
+It wraps the whole application and receives uvicorn's own ``send``, whose bound object holds the
+asyncio transport; aborting that transport drops the TCP connection with no response at all, which is
+how "the write was committed but the client never heard back" is simulated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+import threading
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import RATE_LIMIT_BODY, TRPC_STATUS_CODES
+from .ids import request_id
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+API_PREFIX = "/api/v2"
+ACTIONS = (
+    "status",
+    "delay",
+    "drop_after_commit",
+    "drop_before",
+    "wrong_content_type",
+    "truncate",
+    "ignore_order",
+)
+DOWNLOAD_ROUTE = re.compile(r"^/envelope/(item/[^/]+/download|[^/]+/(audit-log|certificate)/download)$")
+_fault_ids = itertools.count(1)
+
+
+@dataclass
+class Fault:
+    """A fault that applies to the next ``remaining`` requests matching ``method`` and ``pattern``."""
+
+    id: str
+    method: str
+    path: str
+    pattern: re.Pattern[str]
+    action: str
+    remaining: int
+    status: int | None = None
+    retry_after: float | None = None
+    delay: float | None = None
+    content_type: str | None = None
+    truncate_at: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form for the control API."""
+        return {
+            "id": self.id,
+            "method": self.method,
+            "path": self.path,
+            "action": self.action,
+            "remaining": self.remaining,
+            "status": self.status,
+            "retry_after": self.retry_after,
+            "delay": self.delay,
+            "content_type": self.content_type,
+            "truncate_at": self.truncate_at,
+        }
+
+
+def compile_path(path: str) -> re.Pattern[str]:
+    """``*`` matches exactly one path segment; everything else is literal."""
+    if not path.startswith("/"):
+        path = "/" + path
+    parts = [("[^/]+" if p == "*" else re.escape(p)) for p in path.split("/")]
+    return re.compile("^" + "/".join(parts) + "/?$")
+
+
+@dataclass
+class Traffic:
+    """Shared, thread-safe fault list, request log and rate-limit counter."""
+
+    rate_limit: int = 1000
+    enforce_rate_limit: bool = False
+    faults: list[Fault] = field(default_factory=list)
+    log: list[dict[str, Any]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    _bucket: int = 0
+    _count: int = 0
+
+    def add_fault(self, spec: dict[str, Any]) -> Fault:
+        """Register a fault from a control-API body; raises ValueError on bad input."""
+        action = spec.get("action", "status")
+        if action not in ACTIONS:
+            raise ValueError(f"unknown action {action!r}; expected one of {', '.join(ACTIONS)}")
+        method = str(spec.get("method", "POST")).upper()
+        path = str(spec.get("path", "/envelope/create"))
+        count = int(spec.get("count", 1))
+        if count < 1:
+            raise ValueError("count must be at least 1")
+        status = spec.get("status")
+        if action == "status" and status is None:
+            raise ValueError("action 'status' needs a status")
+        if action == "delay" and spec.get("delay") is None:
+            raise ValueError("action 'delay' needs a delay in seconds")
+        fault = Fault(
+            id=f"fault_{next(_fault_ids)}",
+            method=method,
+            path=path,
+            pattern=compile_path(path),
+            action=action,
+            remaining=count,
+            status=int(status) if status is not None else None,
+            retry_after=spec.get("retry_after"),
+            delay=float(spec["delay"]) if spec.get("delay") is not None else None,
+            content_type=spec.get("content_type"),
+            truncate_at=int(spec["truncate_at"]) if spec.get("truncate_at") is not None else None,
+        )
+        with self.lock:
+            self.faults.append(fault)
+        return fault
+
+    def clear_faults(self) -> None:
+        """Drop every pending fault."""
+        with self.lock:
+            self.faults.clear()
+
+    def take(self, method: str, path: str) -> Fault | None:
+        """The first pending fault matching the request (its count is used up by one)."""
+        with self.lock:
+            for fault in self.faults:
+                if fault.method in (method, "*") and fault.pattern.match(path):
+                    fault.remaining -= 1
+                    if fault.remaining <= 0:
+                        self.faults.remove(fault)
+                    return fault
+        return None
+
+    def record(self, method: str, path: str, status: int) -> None:
+        """Append one ``/api/v2`` request to the log."""
+        with self.lock:
+            self.log.append({"method": method, "path": path, "status": status})
+
+    def requests(self) -> list[dict[str, Any]]:
+        """A copy of the request log."""
+        with self.lock:
+            return [dict(r) for r in self.log]
+
+    def clear_requests(self) -> None:
+        """Empty the request log."""
+        with self.lock:
+            self.log.clear()
+
+    def count_request(self) -> tuple[int, int, bool]:
+        """Count a request in the fixed one-minute bucket: (remaining, reset epoch, over the limit)."""
+        now = time.time()
+        bucket = int(now // 60)
+        with self.lock:
+            if bucket != self._bucket:
+                self._bucket, self._count = bucket, 0
+            self._count += 1
+            over = self.enforce_rate_limit and self._count > self.rate_limit
+            return max(0, self.rate_limit - self._count), (bucket + 1) * 60, over
+
+
+def _transport(send: Send) -> Any:
+    owner = getattr(send, "__self__", None)
+    transport = getattr(owner, "transport", None)
+    if transport is None:
+        raise RuntimeError("cannot reach the connection's transport to drop it")
+    return transport
+
+
+async def _abort(send: Send) -> None:
+    _transport(send).abort()
+    # Let the server notice the lost connection before the app returns.
+    for _ in range(3):
+        await asyncio.sleep(0)
+
+
+async def _drain(receive: Receive) -> None:
+    while True:
+        message = await receive()
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return
+
+
+def _header_list(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+
+
+class SandboxMiddleware:
+    """Adds the real service's common headers, logs ``/api/v2`` requests and applies injected faults.
+
+    :param app: The wrapped ASGI application.
+    :param traffic: Shared fault list, request log and rate-limit counter.
+    """
+
+    def __init__(self, app: ASGIApp, traffic: Traffic) -> None:
+        self.app = app
+        self.traffic = traffic
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Handle one ASGI connection scope."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        is_api = path == API_PREFIX or path.startswith(API_PREFIX + "/")
+        rel = path[len(API_PREFIX) :] or "/"
+        method: str = scope["method"]
+        extra = {"access-control-allow-origin": "*"}
+        over = False
+        if is_api:
+            remaining, reset, over = self.traffic.count_request()
+            extra.update(
+                {
+                    "x-ratelimit-limit": str(self.traffic.rate_limit),
+                    "x-ratelimit-remaining": str(remaining),
+                    "x-ratelimit-reset": str(reset),
+                }
+            )
+        extra["x-request-id"] = request_id()
+        status_seen = {"status": 0, "logged": False}
+
+        def log_once(status: int) -> None:
+            if is_api and not status_seen["logged"]:
+                status_seen["logged"] = True
+                self.traffic.record(method, rel, status)
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                log_once(int(message["status"]))
+                names = {k.lower() for k in extra}
+                headers = [
+                    (k, v) for k, v in message.get("headers", []) if k.decode("latin-1").lower() not in names
+                ]
+                message = dict(message)
+                message["headers"] = headers + _header_list(extra)
+            await send(message)
+
+        if not is_api:
+            await self.app(scope, receive, send_with_headers)
+            return
+
+        fault = None if over else self.traffic.take(method, rel)
+        try:
+            if over:
+                _, reset, _ = self.traffic.count_request()
+                await _drain(receive)
+                retry = max(1, int(reset - time.time()))
+                await self._reply(send_with_headers, 429, RATE_LIMIT_BODY, {"retry-after": str(retry)})
+            elif fault is None:
+                await self.app(scope, receive, send_with_headers)
+            else:
+                committed = await self._apply(fault, rel, scope, receive, send, send_with_headers)
+                if committed is not None:
+                    log_once(committed)
+        finally:
+            log_once(0)
+
+    async def _reply(self, send: Send, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
+        raw = json.dumps(body, separators=(",", ":")).encode()
+        all_headers = {"content-type": "application/json", "content-length": str(len(raw)), **headers}
+        await send({"type": "http.response.start", "status": status, "headers": _header_list(all_headers)})
+        await send({"type": "http.response.body", "body": raw, "more_body": False})
+
+    async def _apply(
+        self, fault: Fault, rel: str, scope: Scope, receive: Receive, raw_send: Send, send: Send
+    ) -> int | None:
+        """Apply one fault; returns the status the app committed when the reply was dropped."""
+        action = fault.action
+        if action == "status":
+            status = int(fault.status or 500)
+            await _drain(receive)
+            headers: dict[str, str] = {}
+            if fault.retry_after is not None:
+                ra = fault.retry_after
+                headers["retry-after"] = str(int(ra)) if float(ra).is_integer() else str(ra)
+            if status == 429:
+                body: dict[str, Any] = dict(RATE_LIMIT_BODY)
+            elif DOWNLOAD_ROUTE.match(rel):
+                body = {
+                    "error": "Something went wrong",
+                    "code": TRPC_STATUS_CODES.get(status, "UNKNOWN_ERROR"),
+                }
+            else:
+                code = TRPC_STATUS_CODES.get(status, "INTERNAL_SERVER_ERROR")
+                body = {
+                    "message": f"Injected fault: HTTP {status}",
+                    "code": code,
+                    "data": {"code": code, "httpStatus": status},
+                }
+            await self._reply(send, status, body, headers)
+        elif action == "delay":
+            await asyncio.sleep(float(fault.delay or 0))
+            await self.app(scope, receive, send)
+        elif action == "drop_before":
+            await _abort(raw_send)
+        elif action == "drop_after_commit":
+            captured = {"status": 0}
+
+            async def swallow(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    captured["status"] = message["status"]
+
+            await self.app(scope, receive, swallow)
+            await _abort(raw_send)
+            return captured["status"]
+        elif action == "ignore_order":
+            scope["sandbox.ignore_order"] = True
+            await self.app(scope, receive, send)
+        elif action == "wrong_content_type":
+            ctype = (fault.content_type or "text/html").encode("latin-1")
+
+            async def retype(message: Message) -> None:
+                if message["type"] == "http.response.start":
+                    message = dict(message)
+                    message["headers"] = [
+                        (k, ctype if k.lower() == b"content-type" else v)
+                        for k, v in message.get("headers", [])
+                    ]
+                await send(message)
+
+            await self.app(scope, receive, retype)
+        elif action == "truncate":
+            state = {"limit": fault.truncate_at, "sent": 0, "cut": False}
+
+            async def cut(message: Message) -> None:
+                if state["cut"]:
+                    return
+                if message["type"] == "http.response.start":
+                    if state["limit"] is None:
+                        length = dict(message.get("headers", [])).get(b"content-length", b"0")
+                        state["limit"] = int(length) // 2
+                    await send(message)
+                    return
+                if message["type"] == "http.response.body":
+                    body = message.get("body", b"")
+                    room = int(state["limit"] or 0) - int(state["sent"] or 0)
+                    if len(body) >= room:
+                        await send({"type": "http.response.body", "body": body[:room], "more_body": True})
+                        state["cut"] = True
+                        await _abort(raw_send)
+                        return
+                    state["sent"] = int(state["sent"] or 0) + len(body)
+                    await send(message)
+
+            await self.app(scope, receive, cut)
+        return None

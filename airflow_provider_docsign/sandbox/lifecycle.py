@@ -1,0 +1,359 @@
+"""Status lifecycle: distribute, sign, reject, cancel and the asynchronous sealing job.
+
+DRAFT -> PENDING (distribute) -> COMPLETED (every non-CC recipient signed; sealed shortly after)
+| REJECTED (a recipient rejected; sealed shortly after) | CANCELLED (cancel).
+As on the real service, an envelope with a field on a page its PDF does not have never completes: the
+sealing job fails and the envelope stays PENDING.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+from typing import Any
+
+from . import pdfops
+from .errors import app_error, plain_error
+from .ids import cuid, iso, iso_in
+from .schemas import SIGNATURE_TYPES
+from .state import SandboxState
+from .store import Obj
+
+log = logging.getLogger("airflow_provider_docsign.sandbox")
+TERMINAL = ("COMPLETED", "REJECTED", "CANCELLED")
+
+
+def signing_url(webapp_url: str, token: str) -> str:
+    """``{WEBAPP_URL}/sign/{token}``."""
+    return f"{webapp_url.rstrip('/')}/sign/{token}"
+
+
+def send_response(state: SandboxState, env: Obj, webapp_url: str) -> dict[str, Any]:
+    """The distribute/redistribute response body."""
+    recipients = [
+        {
+            "id": r["id"],
+            "name": r["name"],
+            "email": r["email"],
+            "token": r["token"],
+            "role": r["role"],
+            "signingOrder": r["signingOrder"],
+            "signingUrl": signing_url(webapp_url, r["token"]),
+        }
+        for r in state.store.recipients_of(env["id"])
+    ]
+    return {"success": True, "id": env["id"], "recipients": recipients}
+
+
+def distribute(
+    state: SandboxState, envelope_id: str, meta: dict[str, Any] | None, webapp_url: str
+) -> dict[str, Any]:
+    """DRAFT -> PENDING with the real checks, in the real order."""
+    path = "envelope.distribute"
+    store = state.store
+    with store.tx():
+        env = store.edit("envelope", envelope_id)
+        if env is None or env["type"] != "DOCUMENT" or env["deletedAt"] is not None:
+            raise plain_error(path, "Document not found")
+        recipients = store.recipients_of(envelope_id)
+        if not recipients:
+            raise plain_error(path, "Document has no recipients")
+        if env["status"] in TERMINAL:
+            raise plain_error(path, "Can not send completed document")
+        fields = store.fields_of(envelope_id)
+        for rec in recipients:
+            if rec["role"] == "SIGNER" and not any(
+                f["recipientId"] == rec["id"] and f["type"] in SIGNATURE_TYPES for f in fields
+            ):
+                raise app_error(
+                    path, "MISSING_SIGNATURE_FIELD", f"Recipient {rec['email']} is missing a signature field"
+                )
+        if meta:
+            env["documentMeta"].update({k: v for k, v in meta.items()})
+        method = env["documentMeta"].get("distributionMethod", "EMAIL")
+        now = iso()
+        for rec in recipients:
+            if rec["role"] == "CC" or rec["signingStatus"] == "SIGNED":
+                continue
+            changed = store.edit("recipient", rec["id"])
+            assert changed is not None
+            if method == "EMAIL":
+                changed["sendStatus"] = "SENT"
+            changed["expiresAt"] = changed["expiresAt"] or iso_in(91)
+            store.put("recipient", changed)
+        first_send = env["status"] == "DRAFT"
+        env["status"] = "PENDING"
+        env["updatedAt"] = now
+        if state.auto_sign_after is not None and first_send:
+            env["_autoSignAt"] = _epoch() + state.auto_sign_after
+        store.put("envelope", env)
+        if first_send:
+            state.audit(envelope_id, "DOCUMENT_SENT", {})
+        response = send_response(state, env, webapp_url)
+    if first_send and state.auto_sign_after is not None:
+        state.later(state.auto_sign_after, lambda: auto_sign(state, envelope_id))
+    maybe_seal(state, envelope_id)
+    return response
+
+
+def _epoch() -> float:
+    import time
+
+    return time.time()
+
+
+def auto_sign(state: SandboxState, envelope_id: str) -> None:
+    """The ``--auto-sign-after`` job: every unsigned recipient signs (if still PENDING)."""
+    env = state.store.get("envelope", envelope_id)
+    if env is None or env["status"] != "PENDING":
+        return
+    sign(state, envelope_id, None)
+
+
+def _field_value(fld: Obj, rec: Obj) -> str:
+    kind = fld["type"]
+    meta = fld.get("fieldMeta") or {}
+    if kind in ("NAME", "INITIALS"):
+        name = rec["name"] or rec["email"]
+        return name if kind == "NAME" else "".join(p[0] for p in name.split() if p).upper()
+    if kind == "EMAIL":
+        return str(rec["email"])
+    if kind == "DATE":
+        return iso()[:16].replace("T", " ")
+    if kind in ("TEXT", "NUMBER"):
+        return str(meta.get("text") or meta.get("value") or "sandbox")
+    if kind in ("CHECKBOX", "RADIO", "DROPDOWN"):
+        values = meta.get("values") or []
+        return str(values[0].get("value", "")) if values else ""
+    return ""
+
+
+def sign(state: SandboxState, envelope_id: str, recipient_id: int | None) -> list[int]:
+    """Sign as one recipient (all their fields) or, with None, as every unsigned non-CC recipient."""
+    path = "sandbox.sign"
+    store = state.store
+    with store.tx():
+        env = store.get("envelope", envelope_id)
+        if env is None:
+            raise app_error(path, "NOT_FOUND", "Envelope could not be found")
+        if env["status"] != "PENDING":
+            raise app_error(path, "INVALID_REQUEST", f"Envelope {envelope_id} must be pending to sign")
+        recipients = store.recipients_of(envelope_id)
+        if recipient_id is not None:
+            chosen = [r for r in recipients if r["id"] == recipient_id]
+            if not chosen:
+                raise app_error(path, "NOT_FOUND", f"Recipient {recipient_id} not found")
+            if chosen[0]["signingStatus"] != "NOT_SIGNED":
+                raise app_error(path, "INVALID_REQUEST", "Recipient has already actioned the document")
+        else:
+            chosen = [r for r in recipients if r["role"] != "CC" and r["signingStatus"] == "NOT_SIGNED"]
+        now = iso()
+        fields = store.fields_of(envelope_id)
+        for rec in chosen:
+            changed = store.edit("recipient", rec["id"])
+            assert changed is not None
+            changed.update({"signingStatus": "SIGNED", "signedAt": now, "sendStatus": "SENT"})
+            store.put("recipient", changed)
+            for fld in fields:
+                if fld["recipientId"] == rec["id"] and not fld["inserted"]:
+                    f2 = store.edit("field", fld["id"])
+                    assert f2 is not None
+                    f2["inserted"] = True
+                    f2["customText"] = _field_value(fld, rec)
+                    store.put("field", f2)
+            state.audit(
+                envelope_id,
+                "DOCUMENT_RECIPIENT_COMPLETED",
+                {
+                    "recipientId": rec["id"],
+                    "recipientEmail": rec["email"],
+                    "recipientName": rec["name"],
+                    "recipientRole": rec["role"],
+                },
+                name=rec["name"],
+                email=rec["email"],
+                user_id=None,
+            )
+    maybe_seal(state, envelope_id)
+    return [r["id"] for r in chosen]
+
+
+def reject(state: SandboxState, envelope_id: str, recipient_id: int, reason: str, *, path: str) -> Obj:
+    """Record a rejection; the envelope becomes REJECTED shortly after (asynchronously)."""
+    store = state.store
+    with store.tx():
+        env = store.get("envelope", envelope_id)
+        rec = store.get("recipient", recipient_id)
+        if env is None or rec is None or rec["envelopeId"] != envelope_id:
+            raise app_error(path, "NOT_FOUND", "Recipient not found")
+        if env["type"] != "DOCUMENT" or env["status"] != "PENDING":
+            raise app_error(path, "INVALID_REQUEST", f"Envelope {envelope_id} must be pending to reject")
+        if rec["signingStatus"] != "NOT_SIGNED":
+            raise app_error(path, "INVALID_REQUEST", "Recipient has already actioned the document")
+        changed = store.edit("recipient", recipient_id)
+        assert changed is not None
+        changed.update({"signingStatus": "REJECTED", "rejectionReason": reason, "signedAt": iso()})
+        store.put("recipient", changed)
+        state.audit(
+            envelope_id,
+            "DOCUMENT_RECIPIENT_REJECTED",
+            {
+                "recipientId": rec["id"],
+                "recipientEmail": rec["email"],
+                "recipientName": rec["name"],
+                "reason": reason,
+                "isExternal": True,
+            },
+        )
+    maybe_seal(state, envelope_id)
+    return changed
+
+
+def cancel(state: SandboxState, envelope_id: str, reason: str | None) -> None:
+    """PENDING -> CANCELLED."""
+    path = "envelope.cancel"
+    store = state.store
+    with store.tx():
+        env = store.edit("envelope", envelope_id)
+        if env is None or env["deletedAt"] is not None:
+            raise app_error(path, "NOT_FOUND", "Envelope not found")
+        if env["status"] != "PENDING":
+            raise app_error(path, "INVALID_REQUEST", "Only pending envelopes can be cancelled")
+        now = iso()
+        env.update({"status": "CANCELLED", "completedAt": now, "updatedAt": now})
+        store.put("envelope", env)
+        state.audit(envelope_id, "DOCUMENT_CANCELLED", {"reason": reason or ""})
+
+
+def _seal_outcome(state: SandboxState, envelope_id: str) -> str | None:
+    env = state.store.get("envelope", envelope_id)
+    if env is None or env["status"] != "PENDING":
+        return None
+    recipients = state.store.recipients_of(envelope_id)
+    if any(r["signingStatus"] == "REJECTED" for r in recipients):
+        return "REJECTED"
+    if recipients and all(r["role"] == "CC" or r["signingStatus"] == "SIGNED" for r in recipients):
+        return "COMPLETED"
+    return None
+
+
+def maybe_seal(state: SandboxState, envelope_id: str) -> None:
+    """Schedule the sealing job if every recipient has acted (or one rejected)."""
+    if _seal_outcome(state, envelope_id) is not None:
+        state.later(state.seal_delay, lambda: seal(state, envelope_id))
+
+
+def _certificate_lines(env: Obj, recipients: list[Obj], completed_at: str) -> list[tuple[float, str]]:
+    lines: list[tuple[float, str]] = [
+        (18, "Signing certificate (sandbox)"),
+        (10, f"Envelope: {env['id']}"),
+        (10, f"Title: {env['title']}"),
+        (10, f"Completed: {completed_at}"),
+        (10, ""),
+        (12, "Signers"),
+    ]
+    for rec in recipients:
+        if rec["role"] == "CC":
+            continue
+        lines.append((10, f"{rec['name']} <{rec['email']}>  {rec['role']}  signed {rec['signedAt']}"))
+    lines.append((8, ""))
+    lines.append((8, "Generated by the airflow-provider-docsign sandbox; not a legal signature."))
+    return lines
+
+
+def marks_for(state: SandboxState, item_id: str, *, inserted_only: bool = True) -> list[pdfops.Mark]:
+    """Drawable marks for the inserted fields of one item."""
+    marks = []
+    item = state.store.get("item", item_id)
+    if item is None:
+        return []
+    for fld in state.store.fields_of(item["envelopeId"]):
+        if fld["envelopeItemId"] != item_id or (inserted_only and not fld["inserted"]):
+            continue
+        rec = state.store.get("recipient", fld["recipientId"])
+        signer = (rec["name"] or rec["email"]) if rec else "signer"
+        is_sig = fld["type"] in SIGNATURE_TYPES
+        marks.append(
+            pdfops.Mark(
+                page=int(fld["page"]),
+                x=float(fld["positionX"]),
+                y=float(fld["positionY"]),
+                width=float(fld["width"]),
+                height=float(fld["height"]),
+                text=f"Signed: {signer}" if is_sig else (fld["customText"] or ""),
+                signature=is_sig,
+            )
+        )
+    return marks
+
+
+def seal(state: SandboxState, envelope_id: str) -> None:
+    """The asynchronous sealing job: write signed PDFs, then flip the status."""
+    store = state.store
+    with store.lock:
+        outcome = _seal_outcome(state, envelope_id)
+        if outcome is None:
+            return
+        env = dict(store.get("envelope", envelope_id) or {})
+        items = [dict(i) for i in store.items_of(envelope_id)]
+        recipients = store.recipients_of(envelope_id)
+        fields = store.fields_of(envelope_id)
+    completed_at = iso()
+    produced: dict[str, tuple[str, str]] = {}
+    if outcome == "COMPLETED":
+        pages = {i["id"]: int(i["_pages"]) for i in items}
+        for fld in fields:
+            if not 1 <= int(fld["page"]) <= pages.get(fld["envelopeItemId"], 0):
+                # Real service: the seal job fails on a field outside the PDF; the envelope stays PENDING.
+                log.warning(
+                    "envelope %s: field %s is on a missing page; it can never complete",
+                    envelope_id,
+                    fld["id"],
+                )
+                return
+        certificate = _certificate_lines(env, recipients, completed_at)
+        try:
+            for item in items:
+                data_id = cuid()
+                name = f"{data_id}.pdf"
+                pdfops.write_signed(
+                    store.file_path(item["_original"]),
+                    store.file_path(name),
+                    marks_for(state, item["id"]),
+                    certificate,
+                )
+                produced[item["id"]] = (data_id, name)
+        except Exception:
+            for _, name in produced.values():
+                with contextlib.suppress(OSError):
+                    os.unlink(store.file_path(name))
+            raise
+    with store.tx():
+        current_env = store.edit("envelope", envelope_id)
+        if current_env is None or _seal_outcome(state, envelope_id) != outcome:
+            return
+        current_env.update({"status": outcome, "completedAt": completed_at, "updatedAt": completed_at})
+        store.put("envelope", current_env)
+        for item_id, (data_id, name) in produced.items():
+            sealed = store.edit("item", item_id)
+            if sealed is None:
+                continue
+            sealed["documentDataId"] = data_id
+            sealed["_signed"] = name
+            sealed["_signedSha256"] = None
+            store.put("item", sealed)
+        if outcome == "COMPLETED":
+            state.audit(envelope_id, "DOCUMENT_COMPLETED", {"transactionId": cuid()})
+
+
+def recover(state: SandboxState) -> None:
+    """After a restart: reschedule sealing and auto-signing jobs that were pending."""
+    for env in state.store.all("envelope"):
+        if env["status"] != "PENDING":
+            continue
+        maybe_seal(state, env["id"])
+        at = env.get("_autoSignAt")
+        if at is not None:
+            state.later(max(0.0, float(at) - _epoch()), functools.partial(auto_sign, state, env["id"]))

@@ -1,0 +1,142 @@
+"""Control API under ``/_sandbox/`` (same API key): simulate signers, inject faults, read the request log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from . import lifecycle, views
+from .common import authenticate, json_body, ok, state_of
+from .errors import ApiError
+from .store import Obj
+
+router = APIRouter(prefix="/_sandbox")
+
+
+def _bad(message: str) -> ApiError:
+    return ApiError(400, {"error": message})
+
+
+def _int_or_none(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise _bad(f"{name} must be an integer") from None
+
+
+@router.get("/health")
+async def health() -> Response:
+    """Liveness probe (no auth): used by the helper to wait until the server is up."""
+    return JSONResponse({"ok": True})
+
+
+@router.post("/sign")
+async def sign(request: Request) -> Response:
+    """``{envelopeId, recipientId?}``: sign as one recipient, or as every unsigned non-CC recipient."""
+    authenticate(request, "sandbox.sign")
+    body = await json_body(request)
+    env_id = str(body.get("envelopeId", ""))
+    rid = _int_or_none(body.get("recipientId"), "recipientId")
+    signed = await run_in_threadpool(lifecycle.sign, state_of(request), env_id, rid)
+    return ok({"success": True, "signed": signed})
+
+
+@router.post("/complete")
+async def complete(request: Request) -> Response:
+    """``{envelopeId}``: every recipient signs (sealing follows shortly after)."""
+    authenticate(request, "sandbox.complete")
+    body = await json_body(request)
+    signed = await run_in_threadpool(lifecycle.sign, state_of(request), str(body.get("envelopeId", "")), None)
+    return ok({"success": True, "signed": signed})
+
+
+@router.post("/reject")
+async def reject(request: Request) -> Response:
+    """``{envelopeId, recipientId, reason}``: reject as a recipient (REJECTED shortly after)."""
+    authenticate(request, "sandbox.reject")
+    body = await json_body(request)
+    rid = _int_or_none(body.get("recipientId"), "recipientId")
+    if rid is None:
+        raise _bad("recipientId is required")
+    reason = str(body.get("reason") or "Rejected in the sandbox")
+    state = state_of(request)
+    rec: Obj = await run_in_threadpool(
+        lambda: lifecycle.reject(state, str(body.get("envelopeId", "")), rid, reason, path="sandbox.reject")
+    )
+    return ok({"success": True, "recipientId": rec["id"]})
+
+
+@router.post("/faults")
+async def add_fault(request: Request) -> Response:
+    """Register a fault; see :mod:`.faults` for the actions."""
+    authenticate(request, "sandbox.faults")
+    body = await json_body(request)
+    try:
+        fault = state_of(request).traffic.add_fault(body)
+    except (TypeError, ValueError) as exc:
+        raise _bad(str(exc)) from None
+    return ok(fault.to_dict())
+
+
+@router.get("/faults")
+async def list_faults(request: Request) -> Response:
+    """Pending faults."""
+    authenticate(request, "sandbox.faults")
+    traffic = state_of(request).traffic
+    with traffic.lock:
+        faults = [f.to_dict() for f in traffic.faults]
+    return ok({"data": faults})
+
+
+@router.post("/faults/clear")
+async def clear_faults(request: Request) -> Response:
+    """Drop all pending faults."""
+    authenticate(request, "sandbox.faults")
+    state_of(request).traffic.clear_faults()
+    return ok({"success": True})
+
+
+@router.get("/requests")
+async def requests_log(request: Request) -> Response:
+    """The ``/api/v2`` request log: ``[{method, path, status}]`` in order."""
+    authenticate(request, "sandbox.requests")
+    return ok({"data": state_of(request).traffic.requests()})
+
+
+@router.post("/requests/clear")
+async def clear_requests(request: Request) -> Response:
+    """Empty the request log."""
+    authenticate(request, "sandbox.requests")
+    state_of(request).traffic.clear_requests()
+    return ok({"success": True})
+
+
+@router.get("/envelopes/{envelope_id}")
+async def peek_envelope(request: Request, envelope_id: str) -> Response:
+    """The envelope in its ``GET /envelope/{id}`` shape, without appearing in the request log."""
+    authenticate(request, "sandbox.envelopes")
+    state = state_of(request)
+    env = state.store.get("envelope", envelope_id)
+    if env is None:
+        raise ApiError(404, {"error": "Envelope not found"})
+    return ok(views.envelope_full(state.store, env))
+
+
+@router.get("/items/{envelope_item_id}/bytes")
+async def item_bytes(request: Request, envelope_item_id: str) -> Response:
+    """The stored bytes of an item version (``original`` or ``signed``) without download faults."""
+    authenticate(request, "sandbox.items")
+    state = state_of(request)
+    version = request.query_params.get("version", "signed")
+    item = state.store.get("item", envelope_item_id)
+    if item is None:
+        raise ApiError(404, {"error": "Envelope item not found"})
+    name = item["_original"] if version == "original" or not item.get("_signed") else item["_signed"]
+    data = await run_in_threadpool(state.store.file_path(name).read_bytes)
+    return Response(data, media_type="application/pdf")

@@ -1,0 +1,555 @@
+"""Envelope routes: create, get, get-many, find, update, delete, (re)distribute, cancel, audit log."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import time
+from typing import Any
+
+from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from . import lifecycle, pdfops, views
+from .common import authenticate, envelope_or_404, json_body, ok, state_of, success, webapp_url
+from .errors import app_error, plain_error, validation_error
+from .ids import cuid, envelope_item_id, iso, iso_in, recipient_token
+from .ids import envelope_id as new_envelope_id
+from .schemas import (
+    CANCEL,
+    CREATE_PAYLOAD,
+    DISTRIBUTE,
+    ENVELOPE_ID_BODY,
+    FIELD_META_DEFAULTS,
+    FIND_QUERY,
+    GET_MANY,
+    PAGE_QUERY,
+    REDISTRIBUTE,
+    UPDATE_ENVELOPE,
+)
+from .state import SandboxState
+from .store import Obj
+from .upload import FormData, UploadedFile, parse_body
+from .validation import MISSING, check, validate
+
+router = APIRouter()
+MAX_ITEMS = 5
+PDF_TYPES = ("application/pdf",)
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+_ENVELOPE_ID = re.compile(r"^envelope_.{2,}$")
+
+DEFAULT_META: dict[str, Any] = {
+    "signingOrder": "PARALLEL",
+    "distributionMethod": "EMAIL",
+    "subject": None,
+    "message": None,
+    "timezone": "Etc/UTC",
+    "dateFormat": "yyyy-MM-dd hh:mm a",
+    "redirectUrl": None,
+    "typedSignatureEnabled": True,
+    "uploadSignatureEnabled": True,
+    "drawSignatureEnabled": True,
+    "allowDictateNextSigner": False,
+    "language": "en",
+    "emailSettings": {
+        "recipientSigningRequest": True,
+        "recipientRemoved": True,
+        "recipientSigned": True,
+        "documentPending": True,
+        "documentCompleted": True,
+        "documentDeleted": True,
+        "ownerDocumentCompleted": True,
+        "ownerRecipientExpired": True,
+        "ownerDocumentCreated": True,
+    },
+    "emailId": None,
+    "emailReplyTo": None,
+    "envelopeExpirationPeriod": {"unit": "month", "amount": 3},
+}
+_META_KEYS = tuple(DEFAULT_META)
+
+
+def new_meta(given: dict[str, Any] | None) -> dict[str, Any]:
+    """DocumentMeta with team defaults for everything not given."""
+    meta = {
+        "signingOrder": DEFAULT_META["signingOrder"],
+        "distributionMethod": DEFAULT_META["distributionMethod"],
+    }
+    meta["id"] = cuid()
+    for key in _META_KEYS:
+        if key not in meta:
+            meta[key] = json.loads(json.dumps(DEFAULT_META[key]))
+    for key, value in (given or {}).items():
+        if key in meta and value is not MISSING:
+            meta[key] = value
+    return meta
+
+
+def new_recipient(envelope_id: str, spec: dict[str, Any], store_next: int) -> Obj:
+    """A stored recipient from a create payload entry."""
+    role = spec["role"]
+    return {
+        "envelopeId": envelope_id,
+        "role": role,
+        "readStatus": "NOT_OPENED",
+        "signingStatus": "SIGNED" if role == "CC" else "NOT_SIGNED",
+        "sendStatus": "SENT" if role == "CC" else "NOT_SENT",
+        "id": store_next,
+        "email": str(spec.get("email", "")).lower(),
+        "name": spec.get("name", "") or "",
+        "token": recipient_token(),
+        "documentDeletedAt": None,
+        "expired": None,
+        "expiresAt": None,
+        "expirationNotifiedAt": None,
+        "signedAt": None,
+        "authOptions": {"accessAuth": spec.get("accessAuth", []), "actionAuth": spec.get("actionAuth", [])},
+        "signingOrder": spec.get("signingOrder"),
+        "rejectionReason": None,
+    }
+
+
+def new_field(envelope_id: str, item_id: str, recipient_id: int, spec: dict[str, Any], field_id: int) -> Obj:
+    """A stored field; coordinates kept as numbers, serialised as strings on output."""
+    kind = spec["type"]
+    meta = spec.get("fieldMeta")
+    default = FIELD_META_DEFAULTS.get(kind)
+    if kind == "FREE_SIGNATURE":
+        meta = None
+    elif meta is None:
+        meta = json.loads(json.dumps(default)) if default is not None else None
+    else:
+        meta = {**(default or {}), **meta}
+    return {
+        "envelopeId": envelope_id,
+        "envelopeItemId": item_id,
+        "type": kind,
+        "id": field_id,
+        "secondaryId": cuid(),
+        "recipientId": recipient_id,
+        "page": int(spec.get("page", 1)),
+        "positionX": spec.get("positionX", 0),
+        "positionY": spec.get("positionY", 0),
+        "width": spec.get("width", 0),
+        "height": spec.get("height", 0),
+        "customText": "",
+        "inserted": False,
+        "fieldMeta": meta,
+    }
+
+
+def check_files(form: FormData, state: SandboxState, path: str) -> None:
+    """Size limit (zod 400), then type (UNSUPPORTED_FILE_TYPE), then PDF validity (INVALID_DOCUMENT_FILE)."""
+    issues = [
+        {
+            "code": "custom",
+            "message": f"File cannot be larger than {state.max_file_mb}MB",
+            "path": ["files", i],
+        }
+        for i, f in enumerate(form.files)
+        if f.size > state.max_file_bytes
+    ]
+    if issues:
+        raise validation_error(path, issues)
+    for f in form.files:
+        if f.content_type == DOCX:
+            raise app_error(
+                path, "CONVERSION_SERVICE_UNAVAILABLE", "Document conversion service is not configured"
+            )
+        if f.content_type not in PDF_TYPES:
+            raise app_error(
+                path,
+                "UNSUPPORTED_FILE_TYPE",
+                f"Unsupported file type: {f.content_type}",
+                extra={
+                    "userMessage": "This file type isn't supported. Please upload a PDF or Word document.",
+                    "statusCode": 400,
+                },
+            )
+
+
+def pdf_pages(f: UploadedFile, path: str) -> int:
+    """Page count of an uploaded PDF or the real INVALID_DOCUMENT_FILE error."""
+    if not f.head.startswith(b"%PDF-"):
+        raise app_error(path, "INVALID_DOCUMENT_FILE", "The document is not a valid PDF")
+    try:
+        return pdfops.page_count(f.path)
+    except Exception:
+        raise app_error(path, "INVALID_DOCUMENT_FILE", "The document is not a valid PDF") from None
+
+
+def store_item(state: SandboxState, envelope_id: str, f: UploadedFile, order: int, pages: int) -> Obj:
+    """Move an uploaded file into the store and create its item."""
+    data_id = cuid()
+    name = f"{data_id}.pdf"
+    os.replace(f.path, state.store.file_path(name))
+    item = {
+        "id": envelope_item_id(),
+        "envelopeId": envelope_id,
+        "documentDataId": data_id,
+        "title": f.filename,
+        "order": order,
+        "_original": name,
+        "_originalSha256": f.sha256,
+        "_signed": None,
+        "_signedSha256": None,
+        "_pages": pages,
+        "_size": f.size,
+        "_seq": time.time_ns(),
+    }
+    return state.store.put("item", item)
+
+
+def _resolve_identifier(identifier: Any, files: list[UploadedFile]) -> int | None:
+    if identifier is MISSING or identifier is None:
+        return 0 if files else None
+    if isinstance(identifier, str):
+        for i, f in enumerate(files):
+            if f.filename == identifier:
+                return i
+        return None
+    index = int(identifier)
+    if -len(files) <= index < len(files):
+        return index % len(files)
+    return None
+
+
+@router.post("/envelope/create")
+async def create_envelope(request: Request) -> Response:
+    """Multipart create: ``payload`` JSON text plus ``files`` parts, streamed to disk."""
+    path = "envelope.create"
+    state = state_of(request)
+    try:
+        authenticate(request, path)
+    except Exception:
+        await _drain(request)
+        raise
+    form = await parse_body(request, state.store.tmp_dir, state.max_file_bytes)
+    try:
+        return ok(await run_in_threadpool(_create, state, form))
+    finally:
+        form.cleanup()
+
+
+async def _drain(request: Request) -> None:
+    with contextlib.suppress(Exception):
+        async for _ in request.stream():
+            pass
+
+
+def _create(state: SandboxState, form: FormData) -> dict[str, Any]:
+    path = "envelope.create"
+    raw = form.fields.get("payload", MISSING)
+    if isinstance(raw, str) and form.is_multipart:
+        with contextlib.suppress(ValueError):
+            raw = json.loads(raw)
+    issues: list[dict[str, Any]] = []
+    if raw is MISSING:
+        issues.append(
+            {
+                "code": "invalid_type",
+                "expected": "object",
+                "received": "undefined",
+                "path": ["payload"],
+                "message": "Required",
+            }
+        )
+        payload: Any = {}
+    else:
+        payload = check(raw, CREATE_PAYLOAD, ["payload"], issues)
+    if issues:
+        raise validation_error(path, issues)
+    check_files(form, state, path)
+    if len(form.files) > MAX_ITEMS:
+        raise app_error(
+            path,
+            "ENVELOPE_ITEM_LIMIT_EXCEEDED",
+            f"You cannot upload more than {MAX_ITEMS} envelope items per envelope",
+        )
+    folder_id = payload.get("folderId")
+    if folder_id is not None:
+        folder = state.store.get("folder", folder_id)
+        if folder is None or folder["type"] != payload["type"]:
+            raise app_error(path, "NOT_FOUND", "Folder not found")
+    pages = [pdf_pages(f, path) for f in form.files]
+    recipients = payload.get("recipients") or []
+    resolved: list[list[int]] = []
+    for rec in recipients:
+        indexes = []
+        for fld in rec.get("fields") or []:
+            index = _resolve_identifier(fld.get("identifier", MISSING), form.files)
+            if index is None:
+                raise app_error(path, "NOT_FOUND", "Document data not found")
+            indexes.append(index)
+        resolved.append(indexes)
+    store = state.store
+    env_id = new_envelope_id()
+    now = iso()
+    with store.tx():
+        number = store.next_value("document")
+        env: Obj = {
+            "internalVersion": 2,
+            "type": payload["type"],
+            "status": "DRAFT",
+            "source": "DOCUMENT",
+            "visibility": payload.get("visibility", "EVERYONE"),
+            "templateType": "PRIVATE",
+            "id": env_id,
+            "secondaryId": f"{'template' if payload['type'] == 'TEMPLATE' else 'document'}_{number}",
+            "externalId": payload.get("externalId"),
+            "createdAt": now,
+            "updatedAt": now,
+            "completedAt": None,
+            "deletedAt": None,
+            "title": payload["title"],
+            "authOptions": {
+                "globalAccessAuth": payload.get("globalAccessAuth", []),
+                "globalActionAuth": payload.get("globalActionAuth", []),
+            },
+            "formValues": payload.get("formValues"),
+            "publicTitle": "",
+            "publicDescription": "",
+            "userId": 1,
+            "teamId": 1,
+            "folderId": folder_id,
+            "templateId": None,
+            "documentMeta": new_meta(payload.get("meta")),
+            "_seq": time.time_ns(),
+            "_autoSignAt": None,
+        }
+        store.put("envelope", env)
+        items = [store_item(state, env_id, f, i + 1, pages[i]) for i, f in enumerate(form.files)]
+        for rec_spec, indexes in zip(recipients, resolved, strict=True):
+            rec = store.put("recipient", new_recipient(env_id, rec_spec, store.next_value("recipient")))
+            for fld_spec, index in zip(rec_spec.get("fields") or [], indexes, strict=True):
+                store.put(
+                    "field",
+                    new_field(env_id, items[index]["id"], rec["id"], fld_spec, store.next_value("field")),
+                )
+        if payload["type"] == "DOCUMENT":
+            state.audit(env_id, "DOCUMENT_CREATED", {"title": payload["title"], "source": {"type": "API"}})
+    return {"id": env_id}
+
+
+@router.get("/envelope")
+async def find_envelopes(request: Request) -> Response:
+    """Find: substring ``query`` over title, externalId and recipients; root only without ``folderId``."""
+    path = "envelope.find"
+    authenticate(request, path)
+    state = state_of(request)
+    q = validate(dict(request.query_params), FIND_QUERY, path)
+    page = int(q.get("page", 1))
+    per_page = int(q.get("perPage", 10))
+    rows = [e for e in state.store.all("envelope") if e["deletedAt"] is None]
+    if "type" in q:
+        rows = [e for e in rows if e["type"] == q["type"]]
+    if "status" in q:
+        rows = [e for e in rows if e["status"] == q["status"]]
+    if "source" in q:
+        rows = [e for e in rows if e["source"] == q["source"]]
+    # Real service: without folderId only root-level envelopes (folderId IS NULL) are returned.
+    folder = q.get("folderId")
+    rows = [e for e in rows if e["folderId"] == folder]
+    if q.get("query"):
+        pattern = _ilike(q["query"])
+        rows = [e for e in rows if _matches(state, e, pattern)]
+    asc = q.get("orderByColumn") == "createdAt" and q.get("orderByDirection") == "asc"
+    rows.sort(key=lambda e: (e["createdAt"], e["_seq"]), reverse=not asc)
+    result = views.paginate(rows, page, per_page)
+    result["data"] = [views.envelope_many(state.store, e) for e in result["data"]]
+    return ok(result)
+
+
+def _ilike(query: str) -> re.Pattern[str]:
+    # ILIKE '%q%' with % and _ left unescaped, as the real service does.
+    parts = [".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in query]
+    return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
+
+
+def _matches(state: SandboxState, env: Obj, pattern: re.Pattern[str]) -> bool:
+    texts = [env["title"], env.get("externalId") or ""]
+    for rec in state.store.recipients_of(env["id"]):
+        texts += [rec["email"], rec["name"]]
+    return any(pattern.search(t or "") for t in texts)
+
+
+@router.get("/envelope/{envelope_id}")
+async def get_envelope(request: Request, envelope_id: str) -> Response:
+    """One envelope, full shape (soft-deleted ones too, with ``deletedAt`` set)."""
+    path = "envelope.get"
+    authenticate(request, path)
+    state = state_of(request)
+    if not _ENVELOPE_ID.match(envelope_id):
+        raise app_error(path, "INVALID_BODY", "Invalid envelope ID")
+    env = state.store.get("envelope", envelope_id)
+    if env is None:
+        raise app_error(path, "NOT_FOUND", "Envelope could not be found")
+    return ok(views.envelope_full(state.store, env))
+
+
+@router.post("/envelope/get-many")
+async def get_many(request: Request) -> Response:
+    """Up to 20 envelopes by id; unknown ids are left out."""
+    path = "envelope.getMany"
+    authenticate(request, path)
+    state = state_of(request)
+    body = validate(await json_body(request), GET_MANY, path)
+    kind = body["ids"]["type"]
+    wanted = body["ids"]["ids"]
+    found = []
+    for env in sorted(state.store.all("envelope"), key=lambda e: e["_seq"]):
+        if kind == "envelopeId":
+            hit = env["id"] in wanted
+        else:
+            prefix = "document_" if kind == "documentId" else "template_"
+            hit = env["secondaryId"] in {f"{prefix}{i}" for i in wanted}
+        if hit:
+            found.append(views.envelope_full(state.store, env))
+    return ok({"data": found})
+
+
+@router.post("/envelope/update")
+async def update_envelope(request: Request) -> Response:
+    """Update title, externalId, folder, visibility and meta."""
+    path = "envelope.update"
+    authenticate(request, path)
+    state = state_of(request)
+    body = validate(await json_body(request), UPDATE_ENVELOPE, path)
+    store = state.store
+    with store.tx():
+        env = store.edit("envelope", body["envelopeId"])
+        if env is None or env["deletedAt"] is not None:
+            raise app_error(path, "NOT_FOUND", "Envelope not found")
+        data = body.get("data") or {}
+        if "title" in data and env["status"] not in ("DRAFT", "PENDING"):
+            raise app_error(path, "INVALID_BODY", "Envelope title cannot be changed once it is complete")
+        if "templateType" in data and env["type"] == "DOCUMENT":
+            raise app_error(path, "INVALID_BODY", "Template type can only be set on templates")
+        if data.get("folderId") is not None:
+            folder = store.get("folder", data["folderId"])
+            if folder is None or folder["type"] != env["type"]:
+                raise app_error(path, "NOT_FOUND", "Folder not found")
+        for key in ("title", "externalId", "visibility", "folderId", "templateType"):
+            if key in data:
+                env[key] = data[key]
+        if "globalAccessAuth" in data:
+            env["authOptions"]["globalAccessAuth"] = data["globalAccessAuth"]
+        if "globalActionAuth" in data:
+            env["authOptions"]["globalActionAuth"] = data["globalActionAuth"]
+        if body.get("meta"):
+            env["documentMeta"].update(body["meta"])
+        env["updatedAt"] = iso()
+        store.put("envelope", env)
+    return ok(views.envelope_lite(env))
+
+
+@router.post("/envelope/delete")
+async def delete_envelope(request: Request) -> Response:
+    """Hard delete for DRAFT/PENDING, soft delete (``deletedAt``) for terminal envelopes."""
+    path = "envelope.delete"
+    authenticate(request, path)
+    state = state_of(request)
+    body = validate(await json_body(request), ENVELOPE_ID_BODY, path)
+    store = state.store
+    with store.tx():
+        env = store.edit("envelope", body["envelopeId"])
+        if env is None or env["deletedAt"] is not None:
+            raise app_error(path, "NOT_FOUND", "Envelope not found")
+        if env["status"] in ("DRAFT", "PENDING") or env["type"] == "TEMPLATE":
+            files = _hard_delete(state, env["id"])
+        else:
+            env["deletedAt"] = iso()
+            store.put("envelope", env)
+            files = []
+    for name in files:
+        with contextlib.suppress(OSError):
+            os.unlink(store.file_path(name))
+    return success()
+
+
+def _hard_delete(state: SandboxState, envelope_id: str) -> list[str]:
+    store = state.store
+    files: list[str] = []
+    for item in store.items_of(envelope_id):
+        files += [n for n in (item["_original"], item.get("_signed")) if n]
+        store.remove("item", item["id"])
+    for fld in store.fields_of(envelope_id):
+        store.remove("field", fld["id"])
+    for rec in store.recipients_of(envelope_id):
+        store.remove("recipient", rec["id"])
+    for entry in store.audit_of(envelope_id):
+        store.remove("audit", entry["id"])
+    store.remove("envelope", envelope_id)
+    return files
+
+
+@router.post("/envelope/distribute")
+async def distribute(request: Request) -> Response:
+    """Send: DRAFT -> PENDING (unknown or completed envelopes answer 500, as on the real service)."""
+    path = "envelope.distribute"
+    authenticate(request, path)
+    state = state_of(request)
+    body = validate(await json_body(request), DISTRIBUTE, path)
+    return ok(lifecycle.distribute(state, body["envelopeId"], body.get("meta"), webapp_url(request)))
+
+
+@router.post("/envelope/redistribute")
+async def redistribute(request: Request) -> Response:
+    """Resend to listed recipients; PENDING only (others answer 500, as on the real service)."""
+    path = "envelope.redistribute"
+    authenticate(request, path)
+    state = state_of(request)
+    body = validate(await json_body(request), REDISTRIBUTE, path)
+    store = state.store
+    with store.tx():
+        env = store.get("envelope", body["envelopeId"])
+        if env is None or env["deletedAt"] is not None:
+            raise plain_error(path, "Document not found")
+        if env["status"] == "DRAFT":
+            raise plain_error(path, "Can not send draft document")
+        if env["status"] != "PENDING":
+            raise plain_error(path, "Can not send completed document")
+        wanted = {int(i) for i in body["recipients"]}
+        for rec in store.recipients_of(env["id"]):
+            if rec["id"] in wanted and rec["role"] != "CC" and rec["signingStatus"] == "NOT_SIGNED":
+                changed = store.edit("recipient", rec["id"])
+                assert changed is not None
+                changed["sendStatus"] = "SENT"
+                changed["expiresAt"] = iso_in(91)
+                store.put("recipient", changed)
+        state.audit(env["id"], "EMAIL_SENT", {"isResending": True})
+        response = lifecycle.send_response(state, env, webapp_url(request))
+    return ok(response)
+
+
+@router.post("/envelope/cancel")
+async def cancel(request: Request) -> Response:
+    """PENDING -> CANCELLED."""
+    path = "envelope.cancel"
+    authenticate(request, path)
+    state = state_of(request)
+    body = validate(await json_body(request), CANCEL, path)
+    lifecycle.cancel(state, body["envelopeId"], body.get("reason"))
+    return success()
+
+
+@router.get("/envelope/{envelope_id}/audit-log")
+async def audit_log(request: Request, envelope_id: str) -> Response:
+    """Paginated audit log, newest first by default (50 per page)."""
+    path = "envelope.auditLog.find"
+    authenticate(request, path)
+    state = state_of(request)
+    q = validate(dict(request.query_params), PAGE_QUERY, path)
+    env = envelope_or_404(state, envelope_id, path)
+    if env["type"] == "TEMPLATE":
+        raise app_error(path, "INVALID_REQUEST", "Templates do not have audit logs.")
+    rows = state.store.audit_of(envelope_id)
+    asc = q.get("orderByDirection") == "asc"
+    rows.sort(key=lambda a: a["_seq"], reverse=not asc)
+    result = views.paginate(rows, int(q.get("page", 1)), int(q.get("perPage", 50)))
+    result["data"] = [views.audit_view(a) for a in result["data"]]
+    return ok(result)

@@ -1,0 +1,418 @@
+"""Recipient, field and folder routes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from starlette.requests import Request
+from starlette.responses import Response
+
+from . import lifecycle, views
+from .common import authenticate, json_body, ok, state_of, success
+from .errors import app_error
+from .ids import cuid, iso
+from .routes_envelopes import new_field, new_recipient
+from .schemas import (
+    FIELD_CREATE_MANY,
+    FIELD_DELETE,
+    FIELD_UPDATE_MANY,
+    FOLDER_CREATE,
+    FOLDER_DELETE,
+    FOLDER_FIND,
+    FOLDER_UPDATE,
+    RECIPIENT_CREATE_MANY,
+    RECIPIENT_DELETE,
+    RECIPIENT_REJECT,
+    RECIPIENT_UPDATE_MANY,
+)
+from .state import SandboxState
+from .store import Obj
+from .validation import S, validate
+
+router = APIRouter()
+_INT_PATH = S("object", props={"id": S("number", coerce=True, integer=True)})
+
+
+def _path_int(value: str, name: str, trpc_path: str) -> int:
+    out = validate(
+        {name: value}, S("object", props={name: S("number", coerce=True, integer=True)}), trpc_path
+    )
+    return int(out[name])
+
+
+def _interacted(state: SandboxState, rec: Obj) -> bool:
+    if rec["role"] == "CC":
+        return False
+    if rec["signingStatus"] != "NOT_SIGNED":
+        return True
+    return any(
+        f["inserted"] for f in state.store.fields_of(rec["envelopeId"]) if f["recipientId"] == rec["id"]
+    )
+
+
+def _complete(env: Obj) -> bool:
+    return env["completedAt"] is not None or env["status"] in lifecycle.TERMINAL
+
+
+# -- recipients -------------------------------------------------------------------------------------
+@router.get("/envelope/recipient/{recipient_id}")
+async def get_recipient(request: Request, recipient_id: str) -> Response:
+    """A recipient with its fields."""
+    path = "envelope.recipient.get"
+    authenticate(request, path)
+    state = state_of(request)
+    rid = _path_int(recipient_id, "recipientId", path)
+    rec = state.store.get("recipient", rid)
+    env = state.store.get("envelope", rec["envelopeId"]) if rec else None
+    if rec is None or env is None:
+        raise app_error(path, "NOT_FOUND", "Recipient not found")
+    return ok(views.recipient_full(state.store, rec))
+
+
+@router.post("/envelope/recipient/create-many")
+async def create_recipients(request: Request) -> Response:
+    """Add recipients (refused once the envelope is complete)."""
+    path = "envelope.recipient.createMany"
+    authenticate(request, path)
+    state = state_of(request)
+    body = validate(await json_body(request), RECIPIENT_CREATE_MANY, path)
+    store = state.store
+    with store.tx():
+        env = store.get("envelope", body["envelopeId"])
+        if env is None or env["deletedAt"] is not None:
+            raise app_error(path, "NOT_FOUND", "Envelope not found")
+        if _complete(env):
+            raise app_error(path, "INVALID_REQUEST", "Envelope already complete")
+        created = [
+            store.put("recipient", new_recipient(env["id"], spec, store.next_value("recipient")))
+            for spec in body["data"]
+        ]
+        for rec in created:
+            state.audit(
+                env["id"], "RECIPIENT_CREATED", {"recipientId": rec["id"], "recipientEmail": rec["email"]}
+            )
+    return ok({"data": [views.recipient_lite(r) for r in created]})
+
+
+@router.post("/envelope/recipient/update-many")
+async def update_recipients(request: Request) -> Response:
+    """Update recipients; every update resets send and signing status (a real-service quirk)."""
+    path = "envelope.recipient.updateMany"
+    authenticate(request, path)
+    state = state_of(request)
+    body = validate(await json_body(request), RECIPIENT_UPDATE_MANY, path)
+    store = state.store
+    with store.tx():
+        env = store.get("envelope", body["envelopeId"])
+        if env is None or env["deletedAt"] is not None:
+            raise app_error(path, "NOT_FOUND", "Envelope not found")
+        if _complete(env):
+            raise app_error(path, "INVALID_REQUEST", "Envelope already complete")
+        updated = []
+        for entry in body["data"]:
+            rec = store.edit("recipient", int(entry["id"]))
+            if rec is None or rec["envelopeId"] != env["id"]:
+                raise app_error(path, "NOT_FOUND", f"Recipient {entry['id']} not found")
+            if _interacted(state, rec):
+                raise app_error(path, "INVALID_REQUEST", "Recipient has already interacted with the document")
+            for key in ("email", "name", "role", "signingOrder"):
+                if key in entry:
+                    rec[key] = entry[key].lower() if key == "email" else entry[key]
+            if "accessAuth" in entry:
+                rec["authOptions"]["accessAuth"] = entry["accessAuth"]
+            if "actionAuth" in entry:
+                rec["authOptions"]["actionAuth"] = entry["actionAuth"]
+            # Quirk of the real service: every update resets the statuses.
+            is_cc = rec["role"] == "CC"
+            rec["sendStatus"] = "SENT" if is_cc else "NOT_SENT"
+            rec["signingStatus"] = "SIGNED" if is_cc else "NOT_SIGNED"
+            store.put("recipient", rec)
+            if rec["role"] in ("CC", "VIEWER"):
+                for fld in store.fields_of(env["id"]):
+                    if fld["recipientId"] == rec["id"]:
+                        store.remove("field", fld["id"])
+            updated.append(rec)
+        legacy = views.legacy_ids(store, env["id"])
+    return ok({"data": [{**views.recipient_lite(r), **legacy} for r in updated]})
+
+
+@router.post("/envelope/recipient/delete")
+async def delete_recipient(request: Request) -> Response:
+    """Delete a recipient that has not interacted (and its fields)."""
+    path = "envelope.recipient.delete"
+    authenticate(request, path)
+    state = state_of(request)
+    body = validate(await json_body(request), RECIPIENT_DELETE, path)
+    store = state.store
+    with store.tx():
+        rec = store.get("recipient", int(body["recipientId"]))
+        env = store.get("envelope", rec["envelopeId"]) if rec else None
+        if rec is None or env is None:
+            raise app_error(path, "NOT_FOUND", "Recipient not found")
+        if _complete(env):
+            raise app_error(path, "INVALID_REQUEST", "Document already complete")
+        if _interacted(state, rec):
+            raise app_error(path, "INVALID_REQUEST", "Recipient has already interacted with the document")
+        for fld in store.fields_of(env["id"]):
+            if fld["recipientId"] == rec["id"]:
+                store.remove("field", fld["id"])
+        store.remove("recipient", rec["id"])
+        state.audit(
+            env["id"], "RECIPIENT_DELETED", {"recipientId": rec["id"], "recipientEmail": rec["email"]}
+        )
+    return success()
+
+
+@router.post("/envelope/recipient/{recipient_id}/reject")
+async def reject_recipient(request: Request, recipient_id: str) -> Response:
+    """Record an external rejection; the envelope becomes REJECTED shortly after."""
+    path = "envelope.recipient.rejectOnBehalfOf"
+    authenticate(request, path)
+    state = state_of(request)
+    rid = _path_int(recipient_id, "recipientId", path)
+    body = validate(await json_body(request), RECIPIENT_REJECT, path)
+    rec = lifecycle.reject(state, body["envelopeId"], rid, body["reason"], path=path)
+    return ok(views.recipient_full(state.store, rec))
+
+
+# -- fields -----------------------------------------------------------------------------------------
+@router.get("/envelope/field/{field_id}")
+async def get_field(request: Request, field_id: str) -> Response:
+    """One field."""
+    path = "envelope.field.get"
+    authenticate(request, path)
+    state = state_of(request)
+    fid = _path_int(field_id, "fieldId", path)
+    fld = state.store.get("field", fid)
+    if fld is None:
+        raise app_error(path, "NOT_FOUND", "Field not found")
+    return ok(views.field_view(fld))
+
+
+def _field_target(state: SandboxState, env: Obj, rec_id: int, path: str) -> Obj:
+    rec = state.store.get("recipient", rec_id)
+    if rec is None or rec["envelopeId"] != env["id"]:
+        raise app_error(path, "INVALID_REQUEST", f"Recipient {rec_id} not found")
+    if rec["role"] in ("CC", "VIEWER") or _interacted(state, rec):
+        raise app_error(
+            path, "INVALID_REQUEST", "Cannot modify fields of a recipient that has interacted or cannot sign"
+        )
+    return rec
+
+
+@router.post("/envelope/field/create-many")
+async def create_fields(request: Request) -> Response:
+    """Add fields by coordinates (pages beyond the PDF are accepted, as on the real service)."""
+    path = "envelope.field.createMany"
+    authenticate(request, path)
+    state = state_of(request)
+    body = validate(await json_body(request), FIELD_CREATE_MANY, path)
+    store = state.store
+    with store.tx():
+        env = store.get("envelope", body["envelopeId"])
+        if env is None or env["deletedAt"] is not None:
+            raise app_error(path, "NOT_FOUND", "Envelope not found")
+        if _complete(env):
+            raise app_error(path, "INVALID_REQUEST", "Envelope already complete")
+        items = store.items_of(env["id"])
+        created = []
+        for spec in body["data"]:
+            _field_target(state, env, int(spec["recipientId"]), path)
+            item_id = spec.get("envelopeItemId") or (items[0]["id"] if items else None)
+            item = store.get("item", item_id) if item_id else None
+            if item is None or item["envelopeId"] != env["id"]:
+                raise app_error(path, "INVALID_REQUEST", "Envelope item not found in this envelope")
+            if "placeholder" in spec and "page" not in spec:
+                raise app_error(path, "INVALID_BODY", f'Placeholder "{spec["placeholder"]}" not found in PDF')
+            fld = new_field(env["id"], item["id"], int(spec["recipientId"]), spec, store.next_value("field"))
+            store.put("field", fld)
+            created.append(fld)
+        legacy = views.legacy_ids(store, env["id"])
+    return ok({"data": [views.field_view(f, legacy=legacy) for f in created]})
+
+
+@router.post("/envelope/field/update-many")
+async def update_fields(request: Request) -> Response:
+    """Update fields, reproducing the v2.17 bug: ``page``, ``positionX`` and ``positionY`` are ignored."""
+    path = "envelope.field.updateMany"
+    authenticate(request, path)
+    state = state_of(request)
+    body = validate(await json_body(request), FIELD_UPDATE_MANY, path)
+    store = state.store
+    with store.tx():
+        env = store.get("envelope", body["envelopeId"])
+        if env is None or env["deletedAt"] is not None:
+            raise app_error(path, "NOT_FOUND", "Envelope not found")
+        if _complete(env):
+            raise app_error(path, "INVALID_REQUEST", "Envelope already complete")
+        updated = []
+        for spec in body["data"]:
+            fld = store.edit("field", int(spec["id"]))
+            if fld is None or fld["envelopeId"] != env["id"]:
+                raise app_error(path, "NOT_FOUND", f"Field {spec['id']} not found")
+            _field_target(state, env, fld["recipientId"], path)
+            meta = spec.get("fieldMeta")
+            if meta is not None and meta.get("type") not in (None, spec["type"].lower()):
+                raise app_error(path, "INVALID_BODY", "Field meta type does not match the field type")
+            # Real v2.17.0 bug (documenso-api-v2.md section 6): the service reads pageNumber/pageX/pageY,
+            # so page, positionX and positionY sent by the API are silently ignored.
+            if spec.get("envelopeItemId"):
+                item = store.get("item", spec["envelopeItemId"])
+                if item is None or item["envelopeId"] != env["id"]:
+                    raise app_error(path, "INVALID_REQUEST", "Envelope item not found in this envelope")
+                fld["envelopeItemId"] = item["id"]
+            for key in ("width", "height"):
+                if key in spec:
+                    fld[key] = spec[key]
+            if spec["type"] != fld["type"] or meta is not None:
+                fld["type"] = spec["type"]
+                if meta is not None:
+                    fld["fieldMeta"] = meta
+            store.put("field", fld)
+            updated.append(fld)
+        legacy = views.legacy_ids(store, env["id"])
+    return ok({"data": [views.field_view(f, legacy=legacy) for f in updated]})
+
+
+@router.post("/envelope/field/delete")
+async def delete_field(request: Request) -> Response:
+    """Delete a field (not once complete or after its recipient acted)."""
+    path = "envelope.field.delete"
+    authenticate(request, path)
+    state = state_of(request)
+    body = validate(await json_body(request), FIELD_DELETE, path)
+    store = state.store
+    with store.tx():
+        fld = store.get("field", int(body["fieldId"]))
+        env = store.get("envelope", fld["envelopeId"]) if fld else None
+        if fld is None or env is None:
+            raise app_error(path, "NOT_FOUND", "Field not found")
+        if _complete(env):
+            raise app_error(path, "INVALID_REQUEST", "Envelope already complete")
+        rec = store.get("recipient", fld["recipientId"])
+        if rec is not None and _interacted(state, rec):
+            raise app_error(path, "INVALID_REQUEST", "Recipient has already interacted with the document")
+        store.remove("field", fld["id"])
+    return success()
+
+
+# -- folders ----------------------------------------------------------------------------------------
+@router.get("/folder")
+async def find_folders(request: Request) -> Response:
+    """List folders, newest first; without ``parentId`` every level is returned (real-service quirk)."""
+    path = "folder.findFolders"
+    authenticate(request, path)
+    state = state_of(request)
+    q = validate(dict(request.query_params), FOLDER_FIND, path)
+    rows = state.store.all("folder")
+    if "parentId" in q and q["parentId"] is not None:
+        rows = [f for f in rows if f["parentId"] == q["parentId"]]
+    if "type" in q:
+        rows = [f for f in rows if f["type"] == q["type"]]
+    rows.sort(key=lambda f: (f["createdAt"], f["_seq"]), reverse=True)
+    result = views.paginate(rows, int(q.get("page", 1)), int(q.get("perPage", 10)))
+    result["data"] = [views.folder_view(f) for f in result["data"]]
+    return ok(result)
+
+
+def _check_parent(state: SandboxState, parent_id: str | None, kind: str, explicit: bool, path: str) -> None:
+    if parent_id is None:
+        return
+    parent = state.store.get("folder", parent_id)
+    if parent is None:
+        raise app_error(path, "NOT_FOUND", "Parent folder not found")
+    if parent["type"] != kind:
+        if explicit:
+            raise app_error(path, "NOT_FOUND", "Parent folder not found")
+        raise app_error(path, "INVALID_BODY", "Parent folder type does not match the folder type")
+
+
+@router.post("/folder/create")
+async def create_folder(request: Request) -> Response:
+    """Create a folder (parent must exist and have the same type)."""
+    path = "folder.createFolder"
+    authenticate(request, path)
+    state = state_of(request)
+    body = validate(await json_body(request), FOLDER_CREATE, path)
+    kind = body.get("type", "DOCUMENT")
+    _check_parent(state, body.get("parentId"), kind, "type" in body, path)
+    now = iso()
+    import time
+
+    folder: dict[str, Any] = {
+        "id": cuid(),
+        "name": body["name"],
+        "userId": 1,
+        "teamId": 1,
+        "parentId": body.get("parentId"),
+        "pinned": False,
+        "visibility": "EVERYONE",
+        "type": kind,
+        "createdAt": now,
+        "updatedAt": now,
+        "_seq": time.time_ns(),
+    }
+    state.store.put("folder", folder)
+    return ok(views.folder_view(folder))
+
+
+def _descendants(state: SandboxState, folder_id: str) -> set[str]:
+    out: set[str] = set()
+    frontier = [folder_id]
+    while frontier:
+        current = frontier.pop()
+        for f in state.store.all("folder"):
+            if f["parentId"] == current and f["id"] not in out:
+                out.add(f["id"])
+                frontier.append(f["id"])
+    return out
+
+
+@router.post("/folder/update")
+async def update_folder(request: Request) -> Response:
+    """Rename, move (null = root), pin or change visibility."""
+    path = "folder.updateFolder"
+    authenticate(request, path)
+    state = state_of(request)
+    body = validate(await json_body(request), FOLDER_UPDATE, path)
+    store = state.store
+    with store.tx():
+        folder = store.edit("folder", body["folderId"])
+        if folder is None:
+            raise app_error(path, "NOT_FOUND", "Folder not found")
+        data = body["data"]
+        if "parentId" in data and data["parentId"] is not None:
+            if data["parentId"] == folder["id"] or data["parentId"] in _descendants(state, folder["id"]):
+                raise app_error(path, "INVALID_BODY", "Cannot move a folder into itself or its descendants")
+            _check_parent(state, data["parentId"], folder["type"], False, path)
+        for key in ("name", "parentId", "visibility", "pinned"):
+            if key in data:
+                folder[key] = data[key]
+        folder["updatedAt"] = iso()
+        store.put("folder", folder)
+    return ok(views.folder_view(folder))
+
+
+@router.post("/folder/delete")
+async def delete_folder(request: Request) -> Response:
+    """Delete a folder and its subfolders; envelopes inside move to the root."""
+    path = "folder.deleteFolder"
+    authenticate(request, path)
+    state = state_of(request)
+    body = validate(await json_body(request), FOLDER_DELETE, path)
+    store = state.store
+    with store.tx():
+        folder = store.get("folder", body["folderId"])
+        if folder is None:
+            raise app_error(path, "NOT_FOUND", "Folder not found")
+        doomed = {folder["id"]} | _descendants(state, folder["id"])
+        for env in store.all("envelope"):
+            if env["folderId"] in doomed:
+                changed = store.edit("envelope", env["id"])
+                assert changed is not None
+                changed["folderId"] = None
+                store.put("envelope", changed)
+        for fid in doomed:
+            store.remove("folder", fid)
+    return success()

@@ -1,0 +1,299 @@
+"""``SandboxServer``: run the sandbox in a subprocess on a free loopback port, for tests and the demo.
+
+This module imports only the standard library and ``requests``; FastAPI and uvicorn are imported by the
+subprocess alone.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import requests
+
+DEFAULT_API_KEY = "api_sandboxdevkey000"
+
+
+class SandboxError(RuntimeError):
+    """The sandbox process failed to start, or a control call failed."""
+
+
+class SandboxServer:
+    """Start ``python -m airflow_provider_docsign.sandbox`` and talk to its control API.
+
+    Use it as a context manager; the process is always stopped by its own handle on exit::
+
+        with SandboxServer(tmp_path, api_key="api_...") as sb:
+            sb.base_url  # "http://127.0.0.1:PORT/api/v2"
+
+    :param data_dir: Directory for the sandbox's SQLite state and PDF files (kept after stop, so a new
+        server on the same directory sees the same state).
+    :param api_key: The team API key the sandbox accepts.
+    :param host: Interface to bind (loopback by default).
+    :param port: Port to bind; 0 picks a free one.
+    :param auto_sign_after: Sign every recipient this many seconds after distribution (None: never).
+    :param max_file_mb: Per-file upload limit in MB (50, as on the real service).
+    :param startup_timeout: Seconds to wait for the server to listen.
+    :param extra_args: More command-line arguments for the sandbox process.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        api_key: str = DEFAULT_API_KEY,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        auto_sign_after: float | None = None,
+        max_file_mb: float = 50,
+        startup_timeout: float = 30.0,
+        extra_args: list[str] | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self._api_key = api_key
+        self.host = host
+        self.port = port
+        self.auto_sign_after = auto_sign_after
+        self.max_file_mb = max_file_mb
+        self.startup_timeout = startup_timeout
+        self.extra_args = list(extra_args or [])
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._base_url: str | None = None
+        self._session: requests.Session | None = None
+        self._log: Any = None
+
+    def __repr__(self) -> str:
+        state = f"pid={self._proc.pid}" if self._proc else "stopped"
+        return f"SandboxServer({self._base_url or 'not started'}, {state})"
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> SandboxServer:
+        """Start the subprocess and wait until it answers its health check."""
+        if self._proc is not None:
+            return self
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        cmd = [
+            sys.executable,
+            "-m",
+            "airflow_provider_docsign.sandbox",
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--data-dir",
+            str(self.data_dir),
+            "--max-file-mb",
+            str(self.max_file_mb),
+        ]
+        if self.auto_sign_after is not None:
+            cmd += ["--auto-sign-after", str(self.auto_sign_after)]
+        cmd += self.extra_args
+        env = dict(os.environ, DOCSIGN_SANDBOX_API_KEY=self._api_key, PYTHONUNBUFFERED="1")
+        self._log = open(self.data_dir / "sandbox.log", "ab")  # noqa: SIM115 - closed in stop()
+        # The key goes through the environment, not argv, so it does not show up in process listings.
+        self._proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=self._log, env=env, stdin=subprocess.DEVNULL
+        )
+        try:
+            self._base_url = self._read_url()
+            self._wait_healthy()
+        except BaseException:
+            self.stop()
+            raise
+        print(f"docsign sandbox listening at {self._base_url} (pid {self._proc.pid})", file=sys.stderr)
+        return self
+
+    def _read_url(self) -> str:
+        assert self._proc is not None
+        assert self._proc.stdout is not None
+        deadline = time.monotonic() + self.startup_timeout
+        buf = b""
+        with selectors.DefaultSelector() as sel:
+            sel.register(self._proc.stdout, selectors.EVENT_READ)
+            while time.monotonic() < deadline:
+                if self._proc.poll() is not None:
+                    log = self.data_dir / "sandbox.log"
+                    raise SandboxError(f"sandbox exited with code {self._proc.returncode}; see {log}")
+                if not sel.select(timeout=0.1):
+                    continue
+                chunk = os.read(self._proc.stdout.fileno(), 4096)
+                if not chunk:
+                    continue
+                buf += chunk
+                for line in buf.decode("utf-8", "replace").splitlines():
+                    if line.startswith("SANDBOX_URL="):
+                        return line.split("=", 1)[1].strip()
+        raise SandboxError(f"sandbox did not start within {self.startup_timeout}s")
+
+    def _wait_healthy(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            try:
+                if requests.get(self.root_url + "/_sandbox/health", timeout=2).ok:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.05)
+        raise SandboxError("sandbox did not become healthy")
+
+    def stop(self) -> None:
+        """Stop the subprocess (terminate, then kill after 10 s) and release resources."""
+        proc, self._proc = self._proc, None
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+        if proc is not None:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=10)
+            if proc.stdout is not None:
+                proc.stdout.close()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> SandboxServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # -- addresses ------------------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/api/v2``."""
+        if self._base_url is None:
+            raise SandboxError("sandbox is not running")
+        return self._base_url
+
+    @property
+    def root_url(self) -> str:
+        """``http://127.0.0.1:PORT``."""
+        return self.base_url[: -len("/api/v2")]
+
+    @property
+    def api_key(self) -> str:
+        """The API key the sandbox accepts."""
+        return self._api_key
+
+    @property
+    def pid(self) -> int:
+        """The server process id."""
+        if self._proc is None:
+            raise SandboxError("sandbox is not running")
+        return self._proc.pid
+
+    # -- control API ----------------------------------------------------------------------------
+    def _http(self) -> requests.Session:
+        if self._session is None:
+            self._session = requests.Session()
+            self._session.headers["Authorization"] = f"Bearer {self._api_key}"
+        return self._session
+
+    def _control(self, method: str, path: str, json: Any = None, params: Any = None) -> Any:
+        resp = self._http().request(
+            method, self.root_url + "/_sandbox" + path, json=json, params=params, timeout=30
+        )
+        if resp.status_code != 200:
+            raise SandboxError(
+                f"sandbox control {method} {path} failed with HTTP {resp.status_code}: {resp.text[:500]}"
+            )
+        return resp.json()
+
+    def sign(self, envelope_id: str, recipient_id: int | None = None) -> list[int]:
+        """Sign as one recipient, or (None) as every unsigned non-CC recipient; sealing follows shortly."""
+        body: dict[str, Any] = {"envelopeId": envelope_id, "recipientId": recipient_id}
+        return list(self._control("POST", "/sign", json=body)["signed"])
+
+    def reject(self, envelope_id: str, recipient_id: int, reason: str) -> None:
+        """Reject as a recipient; the envelope becomes REJECTED shortly after."""
+        self._control(
+            "POST", "/reject", json={"envelopeId": envelope_id, "recipientId": recipient_id, "reason": reason}
+        )
+
+    def complete(self, envelope_id: str) -> list[int]:
+        """Sign as everyone."""
+        return list(self._control("POST", "/complete", json={"envelopeId": envelope_id})["signed"])
+
+    def get_envelope(self, envelope_id: str) -> dict[str, Any]:
+        """The envelope as ``GET /envelope/{id}`` returns it, read via the control API (not logged)."""
+        data: dict[str, Any] = self._control("GET", f"/envelopes/{envelope_id}")
+        return data
+
+    def wait_status(self, envelope_id: str, status: str, timeout: float = 10) -> dict[str, Any]:
+        """Poll until the envelope has ``status`` (bounded by ``timeout``); returns the envelope JSON."""
+        deadline = time.monotonic() + timeout
+        last = None
+        while True:
+            env = self.get_envelope(envelope_id)
+            last = env["status"]
+            if last == status:
+                return env
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"envelope {envelope_id} is {last}, not {status}, after {timeout}s")
+            time.sleep(0.05)
+
+    def inject_fault(
+        self,
+        method: str = "POST",
+        path: str = "/envelope/create",
+        action: str = "status",
+        count: int = 1,
+        status: int | None = None,
+        retry_after: float | None = None,
+        delay: float | None = None,
+        content_type: str | None = None,
+        truncate_at: int | None = None,
+    ) -> str:
+        """Apply a fault to the next ``count`` requests matching ``method`` and ``path`` (under /api/v2).
+
+        ``*`` in ``path`` matches one segment. Actions: ``status``, ``delay``, ``drop_after_commit``,
+        ``drop_before``, ``wrong_content_type``, ``truncate``, ``ignore_order``. Returns the fault id.
+        """
+        body = {
+            "method": method,
+            "path": path,
+            "action": action,
+            "count": count,
+            "status": status,
+            "retry_after": retry_after,
+            "delay": delay,
+            "content_type": content_type,
+            "truncate_at": truncate_at,
+        }
+        return str(self._control("POST", "/faults", json=body)["id"])
+
+    def clear_faults(self) -> None:
+        """Remove all pending faults."""
+        self._control("POST", "/faults/clear")
+
+    def requests(self) -> list[dict[str, Any]]:
+        """``[{"method", "path", "status"}]`` of ``/api/v2`` requests so far, in order."""
+        return list(self._control("GET", "/requests")["data"])
+
+    def clear_requests(self) -> None:
+        """Empty the request log."""
+        self._control("POST", "/requests/clear")
+
+    def item_bytes(self, envelope_item_id: str, version: str = "signed") -> bytes:
+        """The bytes the sandbox would serve for an item version (``original`` or ``signed``)."""
+        resp = self._http().get(
+            f"{self.root_url}/_sandbox/items/{envelope_item_id}/bytes",
+            params={"version": version},
+            timeout=60,
+        )
+        if resp.status_code != 200:
+            raise SandboxError(f"item bytes for {envelope_item_id} failed with HTTP {resp.status_code}")
+        return resp.content
