@@ -191,6 +191,9 @@ async def delete_item(request: Request) -> Response:
 def content_disposition(filename: str) -> str:
     """RFC 6266 ``attachment`` header, with ``filename*`` for non-ASCII names."""
     ascii_name = filename.encode("ascii", "replace").decode("ascii").replace('"', "'")
+    # Control characters are not allowed in a header value (the server would drop the connection);
+    # like the real service's content-disposition encoding, keep them only in the encoded filename*.
+    ascii_name = "".join("?" if ord(ch) < 32 or ord(ch) == 127 else ch for ch in ascii_name)
     value = f'attachment; filename="{ascii_name}"'
     if ascii_name != filename:
         value += f"; filename*=UTF-8''{quote(filename)}"
