@@ -183,7 +183,7 @@ def test_deadline_already_past_after_a_restart_polls_once_then_times_out(
     hook = DocsignHook()
     envelope_id = _create_pending(hook, make_pdf())
     # A triggerer that comes back after the deadline re-creates the trigger from serialize().
-    classpath, kwargs = DocsignEnvelopeTrigger([envelope_id], deadline=time.time() - 5).serialize()
+    _classpath, kwargs = DocsignEnvelopeTrigger([envelope_id], deadline=time.time() - 5).serialize()
     sandbox.clear_requests()
 
     events = asyncio.run(_events(DocsignEnvelopeTrigger(**json.loads(json.dumps(kwargs)))))
