@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
+from contract_shapes import shape_diff
 
 from airflow_provider_docsign.samples import write_sample_pdf
 from airflow_provider_docsign.sandbox import SandboxServer
-
-from contract_shapes import shape_diff
 
 pytestmark = pytest.mark.integration
 
@@ -69,9 +68,7 @@ def _status_line(headers_file: Path) -> tuple[int, dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def story(
-    sandbox_session: SandboxServer, spec_dir: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Story]:
+def story(sandbox_session: SandboxServer, spec_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Story:
     tmp = tmp_path_factory.mktemp("contract")
     payload = json.loads((spec_dir / "recorded" / "01_create_request_payload.json").read_text())
     payload["externalId"] = f"contract-{uuid.uuid4().hex[:12]}"
@@ -140,7 +137,7 @@ def story(
     r["err_page99_after_complete"] = requests.get(
         st.url(f"/envelope/{st.page99_id}"), headers=st.auth, timeout=30
     )
-    yield st
+    return st
 
 
 def _with(payload: dict[str, Any], path: list[Any], value: Any) -> dict[str, Any]:
