@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
@@ -53,6 +54,10 @@ ROLES_WITHOUT_FIELDS = ("CC", "VIEWER")
 MAX_TEXT_LENGTH = 255
 MAX_EMAIL_LENGTH = 254
 PDF_MAGIC = b"%PDF-"
+# The same shape the service's schema accepts (a zod e-mail): a dotted domain with a 2+ letter TLD.
+_EMAIL = re.compile(
+    r"^(?!\.)(?!.*\.\.)[A-Z0-9_'+\-.]*[A-Z0-9_+-]@([A-Z0-9][A-Z0-9\-]*\.)+[A-Z]{2,}$", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -250,7 +255,7 @@ def _check_recipient_core(recipient: Mapping[str, Any], label: str, problems: li
         problems.append(f"{label}: 'email' must be a string (it may be empty)")
     elif len(email) > MAX_EMAIL_LENGTH:
         problems.append(f"{label}: email is longer than {MAX_EMAIL_LENGTH} characters")
-    elif email and ("@" not in email or email.startswith("@") or email.endswith("@") or " " in email):
+    elif email and not _EMAIL.match(email.strip()):
         problems.append(f"{label}: {email!r} is not a valid e-mail address")
     name = recipient.get("name")
     if name is not None and not isinstance(name, str):
