@@ -214,6 +214,25 @@ class DocsignBaseOperator(BaseOperator):
 
     # -- checks shared by several operators ---------------------------------------------------
 
+    @staticmethod
+    def items_beyond_page_one(envelope: Envelope, fields: Iterable[Mapping[str, Any]]) -> list[str]:
+        """Ids of the envelope's items that some field puts on a page after the first.
+
+        Page 1 always exists, so only these items need their pages counted.
+
+        :param envelope: The envelope.
+        :param fields: Fields in the service's JSON shape (``envelopeItemId`` defaults to the first item).
+        """
+        first = envelope.items[0].id if envelope.items else None
+        known = set(envelope.item_ids)
+        out: list[str] = []
+        for field in fields:
+            page = field.get("page")
+            item_id = field.get("envelopeItemId") or first
+            if isinstance(page, int) and not isinstance(page, bool) and page > 1 and item_id in known:
+                out.append(str(item_id))
+        return list(dict.fromkeys(out))
+
     def item_page_counts(self, envelope: Envelope, item_ids: Iterable[str]) -> dict[str, int]:
         """Count the pages of the given items by downloading their original PDF to a temporary dir.
 

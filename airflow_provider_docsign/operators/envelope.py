@@ -159,7 +159,7 @@ class DocsignCreateEnvelopeOperator(DocsignBaseOperator):
         self.push_envelope_link(context, envelope_id, envelope)
         if reused:
             self._check_matches(envelope, len(files))
-        result = {
+        result: dict[str, Any] = {
             "envelope_id": envelope.id,
             "item_ids": envelope.item_ids,
             "external_id": envelope.external_id if envelope.external_id is not None else self.external_id,
@@ -289,8 +289,8 @@ class DocsignDistributeEnvelopeOperator(DocsignBaseOperator):
         Templated (rendered as JSON).
     :param return_signing_urls: Also return each recipient's signing URL. These are bearer links
         (whoever has one can sign), so they are off by default and, when on, masked in task logs.
-    :param check_pages: Check fields against the page counts of the PDFs (downloads each item that has
-        fields once). Default ``True``.
+    :param check_pages: Check fields against the page counts of the PDFs (downloads, once, each item
+        that has a field beyond page 1). Default ``True``.
     :param docsign_conn_id: The Airflow connection of type ``docsign``.
     """
 
@@ -372,8 +372,7 @@ class DocsignDistributeEnvelopeOperator(DocsignBaseOperator):
                 }
                 for f in envelope.fields
             ]
-            item_ids = [f.envelope_item_id for f in envelope.fields if f.envelope_item_id]
-            counts = self.item_page_counts(envelope, [i for i in item_ids if i is not None])
+            counts = self.item_page_counts(envelope, self.items_beyond_page_one(envelope, fields))
             problems.extend(field_problems(fields, envelope=envelope, page_counts=counts, where="field"))
         if problems:
             raise fail_now(

@@ -6,7 +6,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import AirflowFailException
-from airflow_provider_docsign.exceptions import DocsignAmbiguousWriteError, DocsignValidationError
+from airflow_provider_docsign.exceptions import (
+    DocsignAmbiguousWriteError,
+    DocsignAPIError,
+    DocsignValidationError,
+)
 from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
     DocsignBaseOperator,
@@ -152,6 +156,12 @@ class DocsignUpdateEnvelopeItemsOperator(DocsignBaseOperator):
         except DocsignAmbiguousWriteError:
             # Renaming and reordering are idempotent: the verification below tells whether it applied.
             self.log.warning("The update's answer was lost; verifying the envelope instead")
+        except DocsignAPIError as err:
+            if err.error_code != "NOT_APPLIED":
+                raise
+            # The hook read the envelope back and found the change missing (a 200 that was not applied);
+            # the check below names every difference.
+            self.log.error("The service answered the update but did not apply it: %s", err.message)
         after = self.hook.get_envelope(envelope_id)
         by_id = {item.id: item for item in after.items}
         problems: list[str] = []

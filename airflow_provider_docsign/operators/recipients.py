@@ -217,8 +217,6 @@ class DocsignAddFieldsOperator(DocsignBaseOperator):
     :param fields: Fields in the service's JSON shape: ``[{"recipientId", "envelopeItemId"? (default:
         the first item), "type", "page", "positionX", "positionY", "width", "height", "fieldMeta"?}]``.
         Templated (rendered as JSON).
-    :param check_pages: Check pages against the PDFs' page counts (downloads each item used once).
-        Default ``True``.
     :param docsign_conn_id: The Airflow connection of type ``docsign``.
     """
 
@@ -226,13 +224,10 @@ class DocsignAddFieldsOperator(DocsignBaseOperator):
     template_fields_renderers = {"fields": "json"}
     ui_color = "#d6eaff"
 
-    def __init__(
-        self, *, envelope_id: str, fields: list[dict[str, Any]], check_pages: bool = True, **kwargs: Any
-    ) -> None:
+    def __init__(self, *, envelope_id: str, fields: list[dict[str, Any]], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.envelope_id = envelope_id
         self.fields = fields
-        self.check_pages = check_pages
 
     def execute(self, context: Context) -> list[int]:
         """Validate and create the fields; return their ids."""
@@ -244,19 +239,20 @@ class DocsignAddFieldsOperator(DocsignBaseOperator):
         try:
             envelope = self.hook.get_envelope(envelope_id)
             self.push_envelope_link(context, envelope_id, envelope)
-            first_item = envelope.items[0].id if envelope.items else None
-            item_ids = [str(f.get("envelopeItemId") or first_item) for f in fields if "placeholder" not in f]
-            known_items = [i for i in item_ids if i in envelope.item_ids]
-            counts = self.item_page_counts(envelope, known_items) if self.check_pages else {}
+            counts = self.item_page_counts(envelope, self.items_beyond_page_one(envelope, fields))
         except PERMANENT_ERRORS as err:
             raise fail_now(err) from err
         problems = field_problems(fields, envelope=envelope, page_counts=counts)
         if problems:
             raise fail_now(DocsignValidationError(problems, context=f"fields for envelope {envelope_id}"))
         try:
-            created = self.hook.create_fields(envelope_id, fields)
+            # The hook checks the fields against the envelope once more; the counts save re-downloads.
+            created = self.hook.create_fields(envelope_id, fields, page_counts=counts)
         except PERMANENT_ERRORS as err:
             raise fail_now(err) from err
+        except DocsignAmbiguousWriteError:
+            self.log.error("The field creation's outcome is unknown: check envelope %s's fields", envelope_id)
+            raise
         ids = [f.id for f in created]
         self.log.info("Created field(s) %s on envelope %s", ids, envelope_id)
         return ids
