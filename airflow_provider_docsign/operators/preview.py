@@ -111,7 +111,10 @@ class DocsignFieldPreviewOperator(BaseOperator):
         """Copy the rendered files to ``output_dir``; each appears whole or not at all."""
         published: list[str] = []
         if _is_object_storage(self.output_dir):
-            base = ObjectStoragePath(self.output_dir)
+            # Wrapping an ObjectStoragePath again goes through __fspath__ on Airflow 2.11 (deprecated
+            # by universal_pathlib for remote filesystems), so only strings are converted.
+            output: Any = self.output_dir
+            base = output if isinstance(output, ObjectStoragePath) else ObjectStoragePath(output)
             base.mkdir(parents=True, exist_ok=True)
             for path in local:
                 remote = base / path.name

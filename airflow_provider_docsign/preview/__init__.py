@@ -99,6 +99,9 @@ class _Source:
 
 
 def _is_remote(value: Any) -> bool:
+    """True for ObjectStoragePath (fsspec-backed, also os.PathLike on some versions) and URI strings."""
+    if hasattr(value, "fs") and hasattr(value, "protocol"):
+        return True
     return not isinstance(value, (str, os.PathLike)) or (isinstance(value, str) and "://" in value)
 
 
