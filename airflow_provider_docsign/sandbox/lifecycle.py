@@ -91,11 +91,40 @@ def distribute(
         store.put("envelope", env)
         if first_send:
             state.audit(envelope_id, "DOCUMENT_SENT", {})
+        if method == "EMAIL":
+            for rec in recipients:
+                if rec["role"] != "CC" and rec["signingStatus"] == "NOT_SIGNED":
+                    email_sent(state, envelope_id, rec, resending=False)
         response = send_response(state, env, webapp_url)
     if first_send and state.auto_sign_after is not None:
         state.later(state.auto_sign_after, lambda: auto_sign(state, envelope_id))
     maybe_seal(state, envelope_id)
     return response
+
+
+EMAIL_TYPES = {
+    "SIGNER": "SIGNING_REQUEST",
+    "VIEWER": "VIEW_REQUEST",
+    "APPROVER": "APPROVE_REQUEST",
+    "ASSISTANT": "ASSISTING_REQUEST",
+    "CC": "CC",
+}
+
+
+def email_sent(state: SandboxState, envelope_id: str, rec: Obj, *, resending: bool) -> None:
+    """Audit entry for a (simulated) signing email."""
+    state.audit(
+        envelope_id,
+        "EMAIL_SENT",
+        {
+            "recipientEmail": rec["email"],
+            "recipientName": rec["name"],
+            "recipientId": rec["id"],
+            "recipientRole": rec["role"],
+            "emailType": "REMINDER" if resending else EMAIL_TYPES.get(rec["role"], "SIGNING_REQUEST"),
+            "isResending": resending,
+        },
+    )
 
 
 def _epoch() -> float:
@@ -167,10 +196,11 @@ def sign(state: SandboxState, envelope_id: str, recipient_id: int | None) -> lis
                 envelope_id,
                 "DOCUMENT_RECIPIENT_COMPLETED",
                 {
-                    "recipientId": rec["id"],
                     "recipientEmail": rec["email"],
                     "recipientName": rec["name"],
+                    "recipientId": rec["id"],
                     "recipientRole": rec["role"],
+                    "actionAuth": [],
                 },
                 name=rec["name"],
                 email=rec["email"],
@@ -200,9 +230,10 @@ def reject(state: SandboxState, envelope_id: str, recipient_id: int, reason: str
             envelope_id,
             "DOCUMENT_RECIPIENT_REJECTED",
             {
-                "recipientId": rec["id"],
                 "recipientEmail": rec["email"],
                 "recipientName": rec["name"],
+                "recipientId": rec["id"],
+                "recipientRole": rec["role"],
                 "reason": reason,
                 "isExternal": True,
             },

@@ -331,7 +331,9 @@ def _create(state: SandboxState, form: FormData) -> dict[str, Any]:
                     new_field(env_id, items[index]["id"], rec["id"], fld_spec, store.next_value("field")),
                 )
         if payload["type"] == "DOCUMENT":
-            state.audit(env_id, "DOCUMENT_CREATED", {"title": payload["title"], "source": {"type": "API"}})
+            state.audit(
+                env_id, "DOCUMENT_CREATED", {"title": payload["title"], "source": {"type": "DOCUMENT"}}
+            )
     return {"id": env_id}
 
 
@@ -521,7 +523,7 @@ async def redistribute(request: Request) -> Response:
                 changed["sendStatus"] = "SENT"
                 changed["expiresAt"] = iso_in(91)
                 store.put("recipient", changed)
-        state.audit(env["id"], "EMAIL_SENT", {"isResending": True})
+                lifecycle.email_sent(state, env["id"], changed, resending=True)
         response = lifecycle.send_response(state, env, webapp_url(request))
     return ok(response)
 

@@ -90,7 +90,16 @@ async def create_recipients(request: Request) -> Response:
         ]
         for rec in created:
             state.audit(
-                env["id"], "RECIPIENT_CREATED", {"recipientId": rec["id"], "recipientEmail": rec["email"]}
+                env["id"],
+                "RECIPIENT_CREATED",
+                {
+                    "recipientEmail": rec["email"],
+                    "recipientName": rec["name"],
+                    "recipientId": rec["id"],
+                    "recipientRole": rec["role"],
+                    "accessAuth": rec["authOptions"]["accessAuth"],
+                    "actionAuth": rec["authOptions"]["actionAuth"],
+                },
             )
     return ok({"data": [views.recipient_lite(r) for r in created]})
 
@@ -159,7 +168,14 @@ async def delete_recipient(request: Request) -> Response:
                 store.remove("field", fld["id"])
         store.remove("recipient", rec["id"])
         state.audit(
-            env["id"], "RECIPIENT_DELETED", {"recipientId": rec["id"], "recipientEmail": rec["email"]}
+            env["id"],
+            "RECIPIENT_DELETED",
+            {
+                "recipientEmail": rec["email"],
+                "recipientName": rec["name"],
+                "recipientId": rec["id"],
+                "recipientRole": rec["role"],
+            },
         )
     return success()
 

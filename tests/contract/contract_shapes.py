@@ -76,6 +76,11 @@ def response_schema(spec_dir: Path, method: str, template: str, status: int) -> 
     doc = _openapi(str(spec_dir / "documenso-openapi-v2.json"))
     operation = doc["paths"][template][method.lower()]
     response = operation["responses"].get(str(status))
+    if response is None and status >= 400:
+        # Some routes answer errors the document does not list (e.g. 404 on folder/delete); every
+        # declared error of an operation has the same schema, so use the first one declared.
+        errors = [code for code in operation["responses"] if code[0] in "45"]
+        response = operation["responses"][errors[0]] if errors else None
     if response is None:
         return None
     content = response.get("content", {}).get("application/json")
