@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-from pypdf import PdfReader
+from pypdf import PdfReader, PdfWriter
+from pypdf.generic import NameObject, NumberObject, RectangleObject
 from test_preview_support import WHITE, close, field, pixel, reshape_pdf, tint
 
 from airflow_provider_docsign.preview import recipient_color, render_field_preview
@@ -177,3 +178,24 @@ def test_each_recipient_gets_a_distinct_colour():
     colors = [recipient_color(i) for i in range(8)]
     assert len(set(colors)) == 8
     assert WHITE not in colors
+
+
+def test_rotation_and_media_box_inherited_from_the_page_tree(make_pdf, tmp_path):
+    source = make_pdf("inherited.pdf", pages=2)
+    writer = PdfWriter(clone_from=PdfReader(source))
+    tree = writer.root_object["/Pages"].get_object()
+    tree[NameObject("/Rotate")] = NumberObject(270)
+    tree[NameObject("/MediaBox")] = RectangleObject([0, 0, 612, 792])
+    for page in writer.pages:
+        for key in ("/Rotate", "/MediaBox", "/CropBox"):
+            if key in page:
+                del page[key]
+    inherited = tmp_path / "inherited-tree.pdf"
+    with open(inherited, "wb") as fh:
+        writer.write(fh)
+    kids = PdfReader(inherited).trailer["/Root"]["/Pages"]["/Kids"]
+    assert all("/Rotate" not in kid.get_object() and "/MediaBox" not in kid.get_object() for kid in kids)
+
+    result = render_field_preview([inherited], RECIPIENTS, tmp_path / "out", dpi=72)
+    assert Image.open(result.pngs[0]).size == (792, 612)  # Letter, turned: as displayed
+    _assert_fields_drawn(result.pngs[0], RECIPIENTS)
