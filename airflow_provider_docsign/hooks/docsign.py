@@ -847,9 +847,8 @@ class DocsignHook(BaseHook):
                     "content-length": length_header,
                 },
             )
-        except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, OSError) as exc:
-            if isinstance(exc, OSError) and not isinstance(exc, ConnectionError):
-                raise
+        except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, ConnectionError) as exc:
+            # (a local OSError, such as a full disk, is not caught here and propagates as is)
             raise DocsignDownloadError(
                 f"{call.method} {call.path}: the connection broke during the download "
                 f"({type(exc).__name__}); nothing was kept",
