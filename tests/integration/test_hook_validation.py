@@ -1,0 +1,213 @@
+"""Each local validation rule raises DocsignValidationError naming what is wrong, and sends nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_provider_docsign.exceptions import DocsignValidationError
+from airflow_provider_docsign.hooks.docsign import DocsignHook
+from airflow_provider_docsign.sandbox import SandboxServer
+
+pytestmark = pytest.mark.integration
+
+
+def sig(**overrides: Any) -> dict[str, Any]:
+    field = {
+        "identifier": 0,
+        "type": "SIGNATURE",
+        "page": 1,
+        "positionX": 10,
+        "positionY": 10,
+        "width": 20,
+        "height": 5,
+    }
+    field.update(overrides)
+    return field
+
+
+def signer(*fields: dict[str, Any], **overrides: Any) -> dict[str, Any]:
+    rec = {"email": "val@example.com", "name": "Val", "role": "SIGNER", "fields": list(fields) or [sig()]}
+    rec.update(overrides)
+    return rec
+
+
+@pytest.fixture
+def hook(docsign_conn: str) -> Iterator[DocsignHook]:
+    with DocsignHook(docsign_conn) as h:
+        yield h
+
+
+def refused(hook: DocsignHook, sandbox: SandboxServer, **kwargs: Any) -> list[str]:
+    kwargs.setdefault("title", "Validation")
+    sandbox.clear_requests()
+    with pytest.raises(DocsignValidationError) as info:
+        hook.create_envelope(**kwargs)
+    assert sandbox.requests() == [], "a request was sent despite a validation problem"
+    assert "nothing was sent" in str(info.value)
+    return info.value.problems
+
+
+def test_missing_file(hook: DocsignHook, sandbox: SandboxServer, tmp_path: Path) -> None:
+    problems = refused(hook, sandbox, files=[tmp_path / "absent.pdf"], recipients=[signer()])
+    assert problems == [f"file #0 'absent.pdf': does not exist ({tmp_path / 'absent.pdf'})"]
+
+
+def test_file_not_a_pdf(hook: DocsignHook, sandbox: SandboxServer, tmp_path: Path) -> None:
+    fake = tmp_path / "invoice.pdf"
+    fake.write_bytes(b"<html>not a pdf</html>")
+    problems = refused(hook, sandbox, files=[fake], recipients=[signer()])
+    assert len(problems) == 1
+    assert "invoice.pdf" in problems[0]
+    assert "%PDF-" in problems[0]
+
+
+def test_identifier_out_of_range(
+    hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path]
+) -> None:
+    problems = refused(hook, sandbox, files=[make_pdf()], recipients=[signer(sig(identifier=1))])
+    assert len(problems) == 1
+    assert "val@example.com" in problems[0]
+    assert "field #0" in problems[0]
+    assert "identifier 1 is out of range (files are 0..0)" in problems[0]
+
+
+def test_page_beyond_pdf(hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path]) -> None:
+    problems = refused(
+        hook, sandbox, files=[make_pdf("short.pdf", pages=2)], recipients=[signer(sig(page=5))]
+    )
+    assert len(problems) == 1
+    assert "short.pdf" in problems[0]
+    assert "page 5 does not exist (the PDF has 2 page(s))" in problems[0]
+
+
+def test_page_below_one(hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path]) -> None:
+    problems = refused(hook, sandbox, files=[make_pdf()], recipients=[signer(sig(page=0))])
+    assert any("page 0 is invalid" in p for p in problems)
+
+
+def test_coordinate_out_of_range(
+    hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path]
+) -> None:
+    problems = refused(hook, sandbox, files=[make_pdf()], recipients=[signer(sig(positionX=101))])
+    assert any("positionX 101 is outside 0-100" in p for p in problems)
+
+
+def test_x_plus_width_over_100(
+    hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path]
+) -> None:
+    problems = refused(hook, sandbox, files=[make_pdf()], recipients=[signer(sig(positionX=85, width=20))])
+    assert problems == [p for p in problems if "positionX + width = 105 exceeds 100" in p]
+    assert len(problems) == 1
+
+
+def test_y_plus_height_over_100(
+    hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path]
+) -> None:
+    problems = refused(hook, sandbox, files=[make_pdf()], recipients=[signer(sig(positionY=99, height=5))])
+    assert len(problems) == 1
+    assert "positionY + height = 104 exceeds 100" in problems[0]
+
+
+def test_unknown_role(hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path]) -> None:
+    problems = refused(hook, sandbox, files=[make_pdf()], recipients=[signer(role="WITNESS")])
+    assert any("unknown role 'WITNESS'" in p for p in problems)
+
+
+def test_unknown_field_type(hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path]) -> None:
+    problems = refused(hook, sandbox, files=[make_pdf()], recipients=[signer(sig(), sig(type="STAMP"))])
+    assert len(problems) == 1
+    assert "field #1 (STAMP)" in problems[0]
+    assert "unknown field type 'STAMP'" in problems[0]
+
+
+def test_signer_needs_signature_field(
+    hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path]
+) -> None:
+    problems = refused(hook, sandbox, files=[make_pdf()], recipients=[signer(sig(type="DATE"))])
+    assert problems == [
+        "recipient #0 (val@example.com): a SIGNER needs at least one SIGNATURE or FREE_SIGNATURE field "
+        "(the service refuses to distribute otherwise)"
+    ]
+
+
+def test_title_too_long(hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path]) -> None:
+    problems = refused(hook, sandbox, title="t" * 256, files=[make_pdf()], recipients=[signer()])
+    assert problems == ["title is 256 characters long; the maximum is 255"]
+
+
+def test_external_id_too_long(
+    hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path]
+) -> None:
+    problems = refused(hook, sandbox, external_id="x" * 300, files=[make_pdf()], recipients=[signer()])
+    assert problems == ["externalId is 300 characters long; the maximum is 255"]
+
+
+def test_all_problems_listed_together(
+    hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path], tmp_path: Path
+) -> None:
+    problems = refused(
+        hook,
+        sandbox,
+        title="",
+        files=[make_pdf(pages=1), tmp_path / "gone.pdf"],
+        recipients=[signer(sig(page=4, positionX=-5), sig(identifier=7, type="DATE"), role="SIGNER")],
+    )
+    assert len(problems) >= 5
+
+
+def test_add_items_checks_files(
+    hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path], tmp_path: Path
+) -> None:
+    envelope_id = hook.create_envelope(title="Add", files=[make_pdf()])
+    bad = tmp_path / "bad.pdf"
+    bad.write_text("nope")
+    sandbox.clear_requests()
+    with pytest.raises(DocsignValidationError) as info:
+        hook.add_envelope_items(envelope_id, [make_pdf("fine.pdf"), bad])
+    assert sandbox.requests() == []
+    assert "file #1 'bad.pdf'" in info.value.problems[0]
+
+
+def test_create_fields_checks_against_current_items(
+    hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path]
+) -> None:
+    envelope_id = hook.create_envelope(
+        title="Fields check", files=[make_pdf("three.pdf", pages=3)], recipients=[signer()]
+    )
+    env = hook.get_envelope(envelope_id)
+    rid = env.recipients[0].id
+    sandbox.clear_requests()
+    base = {"recipientId": rid, "type": "TEXT", "positionX": 10, "positionY": 10, "width": 10, "height": 5}
+    with pytest.raises(DocsignValidationError) as info:
+        hook.create_fields(envelope_id, [{**base, "page": 4}, {**base, "page": 1, "recipientId": 999}])
+    problems = info.value.problems
+    assert any("page 4 does not exist (the PDF has 3 page(s))" in p and "three.pdf" in p for p in problems)
+    assert any("recipientId 999" in p for p in problems)
+    # only reads happened: the envelope, and the original PDF to count its pages
+    assert {r["method"] for r in sandbox.requests()} == {"GET"}
+    assert not any(r["path"].startswith("/envelope/field") for r in sandbox.requests())
+
+
+def test_bad_ids_never_reach_the_service(hook: DocsignHook, sandbox: SandboxServer, tmp_path: Path) -> None:
+    sandbox.clear_requests()
+    with pytest.raises(DocsignValidationError):
+        hook.get_envelope("")
+    with pytest.raises(DocsignValidationError):
+        hook.get_envelope("../folder")
+    with pytest.raises(DocsignValidationError):
+        hook.get_recipient(0)
+    with pytest.raises(DocsignValidationError):
+        hook.download_envelope_item("envelope_item_x", tmp_path / "a.pdf", version="final")
+    with pytest.raises(DocsignValidationError):
+        hook.reject_recipient(1, envelope_id="envelope_x", reason=" ")
+    with pytest.raises(DocsignValidationError):
+        hook.create_folder("x")
+    (tmp_path / "a.pdf").write_bytes(b"x")
+    with pytest.raises(DocsignValidationError, match="already exists"):
+        hook.download_envelope_item("envelope_item_x", tmp_path / "a.pdf", overwrite=False)
+    assert sandbox.requests() == []
+    assert (tmp_path / "a.pdf").read_bytes() == b"x"
