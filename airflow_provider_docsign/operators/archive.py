@@ -258,7 +258,8 @@ class _Store:
 
 def _uri_of(path: Any) -> str:
     if isinstance(path, Path):
-        return path.absolute().as_uri()
+        # Not percent-encoded, like ObjectStoragePath's own URIs: the manifest stays readable.
+        return f"file://{path.absolute().as_posix()}"
     protocol = path.protocol
     if isinstance(protocol, tuple | list):
         protocol = protocol[0]
@@ -547,10 +548,13 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
                 _sync(fh, local=store.local)
         except BaseException as err:
             store.remove(temp)
-            if isinstance(err, DocsignError):
+            if isinstance(err, Exception) and not isinstance(err, AirflowFailException):
+                # Any failure here (service error, wrong content type, truncated body, broken
+                # connection, full disk) means this item is not archived; say which one, and where.
+                detail = str(err) if isinstance(err, DocsignError) else f"{type(err).__name__}: {err}"
                 raise DocsignArchiveError(
-                    f"downloading {what} of envelope {envelope.id} failed: {err}. Nothing was written at "
-                    f"{store.uri_of(name)}"
+                    f"downloading {what} of envelope {envelope.id} failed: {detail}. Nothing was written "
+                    f"at {store.uri_of(name)}"
                 ) from err
             raise
         sha256 = writer.digest.hexdigest()
@@ -667,8 +671,8 @@ def _static_destination_uri(destination: Any) -> str | None:
     if not text.strip() or "{{" in text or "{%" in text:
         return None
     if "://" not in text:
-        return Path(text).absolute().as_uri()
+        return _uri_of(Path(text))
     scheme, _, rest = text.partition("://")
     if scheme in {"file", "local"}:
-        return Path("/" + rest.lstrip("/")).as_uri()
+        return _uri_of(Path("/" + rest.lstrip("/")))
     return f"{scheme}://{rest.rstrip('/')}"

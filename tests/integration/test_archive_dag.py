@@ -1,0 +1,154 @@
+"""The archive operator inside a real ``dag.test()`` run: templating, XCom and the asset event."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS, Asset
+from airflow_provider_docsign.hooks.docsign import DocsignHook
+from airflow_provider_docsign.sandbox import SandboxServer
+
+pytestmark = pytest.mark.integration
+
+SIGNER = {
+    "email": "signer@example.test",
+    "name": "Sam Signer",
+    "role": "SIGNER",
+    "fields": [
+        {
+            "identifier": 0,
+            "type": "SIGNATURE",
+            "page": 1,
+            "positionX": 10,
+            "positionY": 10,
+            "width": 20,
+            "height": 5,
+        }
+    ],
+}
+
+
+DAG_FILE = """
+from __future__ import annotations
+
+import pendulum
+
+try:
+    from airflow.sdk import DAG
+except ImportError:  # Airflow 2.11
+    from airflow import DAG
+
+from airflow_provider_docsign.operators import DocsignArchiveSignedDocumentsOperator
+
+with DAG(
+    dag_id="docsign_archive_dag_test",
+    schedule=None,
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+):
+    DocsignArchiveSignedDocumentsOperator(
+        task_id="archive",
+        envelope_id="{{ dag_run.conf['envelope_id'] }}",
+        destination=DESTINATION,
+    )
+"""
+
+
+def _load_dag(dags_dir: Path, destination: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Write the DAG file into its own bundle folder and parse it the way the dag processor does.
+
+    Airflow 3's ``dag.test()`` runs DAGs from a bundle, so the test points the ``dags-folder`` bundle
+    at a temporary folder (restored by monkeypatch afterwards).
+    """
+    dags_dir.mkdir()
+    (dags_dir / "docsign_archive_dag_test.py").write_text(
+        DAG_FILE.replace("DESTINATION", repr(str(destination)))
+    )
+    bundle = {
+        "name": "dags-folder",
+        "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle",
+        "kwargs": {"path": str(dags_dir)},
+    }
+    monkeypatch.setenv("AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST", json.dumps([bundle]))
+    if AIRFLOW_V_3_0_PLUS:
+        from airflow.dag_processing.dagbag import DagBag
+
+        bag = DagBag(dag_folder=str(dags_dir))  # examples are off (AIRFLOW__CORE__LOAD_EXAMPLES)
+    else:  # Airflow 2.11
+        from airflow.models.dagbag import DagBag  # type: ignore[no-redef]
+
+        bag = DagBag(dag_folder=str(dags_dir), include_examples=False)
+    assert not bag.import_errors, bag.import_errors
+    return bag.dags["docsign_archive_dag_test"]
+
+
+def _asset_events(uri: str) -> list[dict[str, Any]]:
+    """Asset (Dataset on 2.11) events recorded in the metadata DB for ``uri``."""
+    from airflow.utils.session import create_session
+
+    if AIRFLOW_V_3_0_PLUS:
+        from airflow.models.asset import AssetEvent, AssetModel
+
+        with create_session() as session:
+            rows = (
+                session.query(AssetEvent)
+                .join(AssetModel, AssetEvent.asset_id == AssetModel.id)
+                .filter(AssetModel.uri == uri)
+                .all()
+            )
+            return [dict(r.extra or {}) for r in rows]
+    from airflow.models.dataset import DatasetEvent, DatasetModel
+
+    with create_session() as session:
+        rows = (
+            session.query(DatasetEvent)
+            .join(DatasetModel, DatasetEvent.dataset_id == DatasetModel.id)
+            .filter(DatasetModel.uri == uri)
+            .all()
+        )
+        return [dict(r.extra or {}) for r in rows]
+
+
+def test_archive_runs_in_dag_test_with_templated_envelope_id_and_emits_an_asset_event(
+    airflow_db: str,
+    docsign_conn: str,
+    sandbox: SandboxServer,
+    make_pdf: Callable[..., Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hook = DocsignHook()
+    files = [make_pdf("dag-a.pdf", title="Agreement"), make_pdf("dag-b.pdf", title="Annex", pages=2)]
+    envelope_id = hook.create_envelope(
+        title="DAG contract", files=files, recipients=[SIGNER], external_id="DAG-1"
+    )
+    hook.distribute_envelope(envelope_id)
+    sandbox.complete(envelope_id)
+    sandbox.wait_status(envelope_id, "COMPLETED", timeout=20)
+    dest = tmp_path / "archive"
+    dag = _load_dag(tmp_path / "dags", dest, monkeypatch)
+    task = dag.get_task("archive")
+    expected_uri = f"file://{dest}"
+    assert [getattr(o, "uri", None) for o in task.outlets] == [expected_uri]
+    assert isinstance(task.outlets[0], Asset)
+
+    dag_run = dag.test(run_conf={"envelope_id": envelope_id})
+
+    state = dag_run.state.value if hasattr(dag_run.state, "value") else dag_run.state
+    assert state == "success"
+    manifest = json.loads((dest / "DAG-1" / "manifest.json").read_text())
+    assert manifest["envelope_id"] == envelope_id
+    for entry in manifest["files"]:
+        data = Path(entry["uri"][len("file://") :]).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == entry["sha256"]
+        assert entry["sha256"] == hashlib.sha256(sandbox.item_bytes(entry["item_id"], "signed")).hexdigest()
+    tis = {ti.task_id: ti for ti in dag_run.get_task_instances()}
+    assert tis["archive"].xcom_pull(task_ids="archive") == manifest
+    events = _asset_events(expected_uri)
+    assert any(e.get("envelope_id") == envelope_id and e.get("files") == 2 for e in events), events

@@ -1,0 +1,167 @@
+"""Archiving to an S3-compatible store: moto in server mode on 127.0.0.1, the sandbox over HTTP.
+
+The destination is ``ObjectStoragePath("s3://bucket/prefix", conn_id=...)`` through an Airflow ``aws``
+connection whose ``endpoint_url`` points at the moto server, exactly as a user would configure MinIO.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_provider_docsign.hooks.docsign import DocsignHook
+from airflow_provider_docsign.operators.archive import (
+    DocsignArchiveConflictError,
+    DocsignArchiveError,
+    DocsignArchiveSignedDocumentsOperator,
+)
+from airflow_provider_docsign.sandbox import SandboxServer
+
+pytestmark = pytest.mark.integration
+
+BUCKET = "legal-archive"
+SIGNER = {
+    "email": "signer@example.test",
+    "name": "Sam Signer",
+    "role": "SIGNER",
+    "fields": [
+        {
+            "identifier": 0,
+            "type": "SIGNATURE",
+            "page": 1,
+            "positionX": 10,
+            "positionY": 10,
+            "width": 20,
+            "height": 5,
+        }
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint() -> Iterator[str]:
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    import boto3
+
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_ARCHIVE_S3",
+        json.dumps(
+            {
+                "conn_type": "aws",
+                "login": "testing",
+                "password": "testing",
+                "extra": {"endpoint_url": moto_endpoint, "region_name": "us-east-1"},
+            }
+        ),
+    )
+    client = boto3.client(
+        "s3",
+        endpoint_url=moto_endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
+    client.create_bucket(Bucket=BUCKET)
+    yield client
+    for obj in client.list_objects_v2(Bucket=BUCKET).get("Contents", []):
+        client.delete_object(Bucket=BUCKET, Key=obj["Key"])
+    client.delete_bucket(Bucket=BUCKET)
+
+
+def _keys(s3: Any) -> list[str]:
+    return sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET).get("Contents", []))
+
+
+def _completed_envelope(
+    hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path], external_id: str
+) -> str:
+    names = ["Service agreement", "Annex A", "Price list"]
+    files = [make_pdf(f"{external_id}/{n}.pdf", title=n, pages=i + 1) for i, n in enumerate(names)]
+    envelope_id = hook.create_envelope(
+        title="S3 contract", files=files, recipients=[SIGNER], external_id=external_id
+    )
+    hook.distribute_envelope(envelope_id)
+    sandbox.complete(envelope_id)
+    sandbox.wait_status(envelope_id, "COMPLETED", timeout=20)
+    return envelope_id
+
+
+def _archive(**kwargs: Any) -> dict[str, Any]:
+    operator = DocsignArchiveSignedDocumentsOperator(task_id="archive", **kwargs)
+    return operator.execute({})  # type: ignore[arg-type]
+
+
+def test_three_item_envelope_is_archived_to_s3_with_verified_checksums(
+    s3: Any, docsign_conn: str, sandbox: SandboxServer, make_pdf: Callable[..., Path]
+) -> None:
+    from airflow_provider_docsign._compat import ObjectStoragePath
+
+    hook = DocsignHook()
+    envelope_id = _completed_envelope(hook, sandbox, make_pdf, "S3-ACME-1")
+    destination = ObjectStoragePath(f"s3://{BUCKET}/contracts", conn_id="archive_s3")
+
+    manifest = _archive(envelope_id=envelope_id, destination=destination)
+
+    assert _keys(s3) == [
+        "contracts/S3-ACME-1/01-Service agreement.pdf",
+        "contracts/S3-ACME-1/02-Annex A.pdf",
+        "contracts/S3-ACME-1/03-Price list.pdf",
+        "contracts/S3-ACME-1/manifest.json",
+    ]
+    assert manifest["destination"] == f"s3://{BUCKET}/contracts"
+    for entry in manifest["files"]:
+        key = entry["uri"].removeprefix(f"s3://{BUCKET}/")
+        body = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+        expected = hashlib.sha256(sandbox.item_bytes(entry["item_id"], "signed")).hexdigest()
+        assert hashlib.sha256(body).hexdigest() == expected == entry["sha256"]
+        assert entry["size"] == len(body)
+        assert "archive_s3" not in entry["uri"]  # the connection id never leaks into the manifest
+    stored = json.loads(s3.get_object(Bucket=BUCKET, Key="contracts/S3-ACME-1/manifest.json")["Body"].read())
+    assert stored == manifest
+    assert manifest["manifest_uri"] == f"s3://{BUCKET}/contracts/S3-ACME-1/manifest.json"
+
+    # a re-run (string URI + destination_conn_id this time) is idempotent
+    again = _archive(
+        envelope_id=envelope_id, destination=f"s3://{BUCKET}/contracts", destination_conn_id="archive_s3"
+    )
+    assert [e["outcome"] for e in again["files"]] == ["unchanged"] * 3
+    assert len(_keys(s3)) == 4
+
+
+def test_s3_conflict_and_failed_download_leave_the_bucket_as_it_was(
+    s3: Any, docsign_conn: str, sandbox: SandboxServer, make_pdf: Callable[..., Path]
+) -> None:
+    hook = DocsignHook()
+    envelope_id = _completed_envelope(hook, sandbox, make_pdf, "S3-ACME-2")
+    s3.put_object(Bucket=BUCKET, Key="c/S3-ACME-2/03-Price list.pdf", Body=b"%PDF-1.4 other\n")
+
+    with pytest.raises(DocsignArchiveConflictError, match=r"03-Price list\.pdf"):
+        _archive(envelope_id=envelope_id, destination=f"s3://{BUCKET}/c", destination_conn_id="archive_s3")
+    assert _keys(s3) == ["c/S3-ACME-2/03-Price list.pdf"]
+    body = s3.get_object(Bucket=BUCKET, Key="c/S3-ACME-2/03-Price list.pdf")["Body"].read()
+    assert body == b"%PDF-1.4 other\n"
+
+    second = hook.get_envelope(envelope_id).items[1]
+    sandbox.inject_fault(
+        method="GET", path=f"/envelope/item/{second.id}/download", action="truncate", count=10
+    )
+    with pytest.raises(DocsignArchiveError, match=second.id):
+        _archive(envelope_id=envelope_id, destination=f"s3://{BUCKET}/d", destination_conn_id="archive_s3")
+    assert _keys(s3) == ["c/S3-ACME-2/03-Price list.pdf"]
