@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 
 def _dark_fraction(pdf: bytes, page_index: int, box: tuple[float, float, float, float]) -> float:
-    """Fraction of non-white pixels inside ``box`` (percent x, y, w, h from the top-left) of a rendered page."""
+    """Fraction of non-white pixels inside ``box`` (percent x, y, w, h from top-left) of a rendered page."""
     doc = pdfium.PdfDocument(pdf)
     try:
         image = doc[page_index].render(scale=1).to_pil().convert("L")

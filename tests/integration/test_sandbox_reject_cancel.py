@@ -1,0 +1,123 @@
+"""Rejection and cancellation: end states, ``rejectionReason`` and what each state still allows."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from test_sandbox_helpers import create_id, envelope, get, post
+
+from airflow_provider_docsign.sandbox import SandboxServer
+
+pytestmark = pytest.mark.integration
+
+TWO_SIGNERS = [
+    {
+        "email": f"signer{i}@example.com",
+        "name": f"Signer {i}",
+        "role": "SIGNER",
+        "fields": [
+            {
+                "identifier": 0,
+                "type": "SIGNATURE",
+                "page": 1,
+                "positionX": 10,
+                "positionY": 10 + 20 * i,
+                "width": 20,
+                "height": 5,
+            }
+        ],
+    }
+    for i in range(2)
+]
+
+
+def _pending(sandbox: SandboxServer, make_pdf: Callable[..., Path], name: str) -> dict[str, object]:
+    env_id = create_id(sandbox, [make_pdf(name)], recipients=TWO_SIGNERS)
+    assert post(sandbox, "/envelope/distribute", {"envelopeId": env_id}).status_code == 200
+    return envelope(sandbox, env_id)
+
+
+def test_reject_through_the_api(sandbox: SandboxServer, make_pdf: Callable[..., Path]) -> None:
+    env = _pending(sandbox, make_pdf, "reject-api.pdf")
+    first = env["recipients"][0]["id"]  # type: ignore[index]
+    resp = post(
+        sandbox, f"/envelope/recipient/{first}/reject", {"envelopeId": env["id"], "reason": "Wrong amount"}
+    )
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["signingStatus"] == "REJECTED"
+    assert resp.json()["rejectionReason"] == "Wrong amount"
+    assert isinstance(resp.json()["fields"], list)
+    done = sandbox.wait_status(str(env["id"]), "REJECTED")
+    assert done["completedAt"] is not None
+    by_id = {r["id"]: r for r in done["recipients"]}
+    assert by_id[first]["rejectionReason"] == "Wrong amount"
+    assert by_id[first]["signedAt"] is not None
+    assert [r["signingStatus"] for r in done["recipients"]] == ["REJECTED", "NOT_SIGNED"]
+    audit = get(sandbox, f"/envelope/{env['id']}/audit-log").json()["data"]
+    rejected = [a for a in audit if a["type"] == "DOCUMENT_RECIPIENT_REJECTED"]
+    assert rejected[0]["data"]["reason"] == "Wrong amount"
+    # Terminal: a second rejection and a distribute are refused.
+    second = env["recipients"][1]["id"]  # type: ignore[index]
+    again = post(sandbox, f"/envelope/recipient/{second}/reject", {"envelopeId": env["id"], "reason": "x"})
+    assert again.status_code == 400
+    assert post(sandbox, "/envelope/distribute", {"envelopeId": env["id"]}).status_code == 500
+
+
+def test_reject_through_the_control_api(sandbox: SandboxServer, make_pdf: Callable[..., Path]) -> None:
+    env = _pending(sandbox, make_pdf, "reject-control.pdf")
+    second = int(env["recipients"][1]["id"])  # type: ignore[index]
+    sandbox.sign(str(env["id"]), int(env["recipients"][0]["id"]))  # type: ignore[index]
+    sandbox.reject(str(env["id"]), second, "Not my contract")
+    done = sandbox.wait_status(str(env["id"]), "REJECTED")
+    assert [r["signingStatus"] for r in done["recipients"]] == ["SIGNED", "REJECTED"]
+    assert done["recipients"][1]["rejectionReason"] == "Not my contract"
+    item = done["envelopeItems"][0]["id"]
+    pending = get(sandbox, f"/envelope/item/{item}/download", params={"version": "pending"})
+    assert pending.status_code == 400
+    assert pending.json()["code"] == "ENVELOPE_REJECTED"
+    cert = get(sandbox, f"/envelope/{env['id']}/certificate/download")
+    assert cert.status_code == 200
+    assert cert.content.startswith(b"%PDF-")
+
+
+def test_reject_needs_a_pending_envelope(sandbox: SandboxServer, make_pdf: Callable[..., Path]) -> None:
+    env_id = create_id(sandbox, [make_pdf("draft-reject.pdf")], recipients=TWO_SIGNERS)
+    rid = envelope(sandbox, env_id)["recipients"][0]["id"]
+    resp = post(sandbox, f"/envelope/recipient/{rid}/reject", {"envelopeId": env_id, "reason": "too early"})
+    assert resp.status_code == 400
+    assert envelope(sandbox, env_id)["recipients"][0]["signingStatus"] == "NOT_SIGNED"
+    empty = post(sandbox, f"/envelope/recipient/{rid}/reject", {"envelopeId": env_id, "reason": ""})
+    assert empty.status_code == 400
+    assert empty.json()["issues"][0]["path"] == ["reason"]
+
+
+def test_cancel(sandbox: SandboxServer, make_pdf: Callable[..., Path]) -> None:
+    env = _pending(sandbox, make_pdf, "cancel.pdf")
+    resp = post(sandbox, "/envelope/cancel", {"envelopeId": env["id"], "reason": "Deal is off"})
+    assert resp.status_code == 200
+    assert resp.json() == {"success": True}
+    done = envelope(sandbox, str(env["id"]))
+    assert done["status"] == "CANCELLED"
+    assert done["completedAt"] is not None
+    audit = get(sandbox, f"/envelope/{env['id']}/audit-log").json()["data"]
+    assert [a["data"] for a in audit if a["type"] == "DOCUMENT_CANCELLED"] == [{"reason": "Deal is off"}]
+    item = done["envelopeItems"][0]["id"]
+    pending = get(sandbox, f"/envelope/item/{item}/download", params={"version": "pending"})
+    assert (pending.status_code, pending.json()["code"]) == (400, "INVALID_REQUEST")
+    cert = get(sandbox, f"/envelope/{env['id']}/certificate/download")
+    assert cert.status_code == 500
+    assert cert.json() == {"error": "Something went wrong", "code": "DOCUMENT_NOT_COMPLETE"}
+    # Signing a cancelled envelope is impossible; cancelling twice is a 400.
+    with pytest.raises(Exception, match="400"):
+        sandbox.sign(str(env["id"]))
+    assert post(sandbox, "/envelope/cancel", {"envelopeId": env["id"]}).status_code == 400
+
+
+def test_cancel_a_draft_is_refused(sandbox: SandboxServer, make_pdf: Callable[..., Path]) -> None:
+    env_id = create_id(sandbox, [make_pdf("cancel-draft.pdf")])
+    resp = post(sandbox, "/envelope/cancel", {"envelopeId": env_id})
+    assert resp.status_code == 400
+    assert resp.json()["data"]["code"] == "INVALID_REQUEST"
+    assert envelope(sandbox, env_id)["status"] == "DRAFT"
