@@ -247,8 +247,12 @@ def draw_pdf(
         {NameObject("/Type"): NameObject("/ExtGState"), NameObject("/ca"): FloatObject(FILL_ALPHA)}
     )
     font_ref, alpha_ref = writer._add_object(font), writer._add_object(alpha)
+    by_page: dict[int, list[PlacedField]] = {}
+    for placed in layout.fields:
+        if placed.file_index == file_index:
+            by_page.setdefault(placed.page, []).append(placed)
     for number, page in enumerate(writer.pages, start=1):
-        fields = [f for f in layout.fields if f.file_index == file_index and f.page == number]
+        fields = by_page.get(number, [])
         messages = banners.get(number, ())
         if not fields and not messages:
             continue

@@ -327,24 +327,30 @@ def check_layout(layout: Layout) -> list[PreviewWarning]:
                     recipient=who,
                 )
             )
-    for i, first in enumerate(drawable):
-        for second in drawable[i + 1 :]:
-            if (first.file_index, first.page) != (second.file_index, second.page):
-                continue
-            overlap_w = min(first.x + first.width, second.x + second.width) - max(first.x, second.x)
-            overlap_h = min(first.y + first.height, second.y + second.height) - max(first.y, second.y)
-            if overlap_w > 0 and overlap_h > 0:
-                warnings.append(
-                    PreviewWarning(
-                        kind="overlap",
-                        message=f"{_field_text(first, layout)} overlaps {_field_text(second, layout)}",
-                        file=file_name(first),
-                        page=first.page,
-                        field=first.number,
-                        recipient=layout.recipients[first.recipient].label,
-                        other_field=second.number,
-                    )
+    pages: dict[tuple[int | None, int], list[PlacedField]] = {}
+    for placed in drawable:
+        pages.setdefault((placed.file_index, placed.page), []).append(placed)
+    pairs = [
+        (first, second)
+        for on_page in pages.values()
+        for i, first in enumerate(on_page)
+        for second in on_page[i + 1 :]
+    ]
+    for first, second in sorted(pairs, key=lambda pair: (pair[0].number, pair[1].number)):
+        overlap_w = min(first.x + first.width, second.x + second.width) - max(first.x, second.x)
+        overlap_h = min(first.y + first.height, second.y + second.height) - max(first.y, second.y)
+        if overlap_w > 0 and overlap_h > 0:
+            warnings.append(
+                PreviewWarning(
+                    kind="overlap",
+                    message=f"{_field_text(first, layout)} overlaps {_field_text(second, layout)}",
+                    file=file_name(first),
+                    page=first.page,
+                    field=first.number,
+                    recipient=layout.recipients[first.recipient].label,
+                    other_field=second.number,
                 )
+            )
     for person in layout.recipients:
         if person.role != "SIGNER":
             continue
