@@ -285,7 +285,12 @@ def rasterize(pdf_path: Path, png_paths: Sequence[Path], *, dpi: int) -> None:
             try:
                 bitmap = page.render(scale=dpi / 72, fill_color=(255, 255, 255, 255))
                 try:
-                    bitmap.to_pil().convert("RGB").save(target, format="PNG")
+                    image = bitmap.to_pil()
+                    if image.mode != "RGB":
+                        image = image.convert("RGB")
+                    # Fast zlib level: encoding dominated the run time at the default level (about
+                    # 3x slower for files only ~15% smaller).
+                    image.save(target, format="PNG", compress_level=1)
                 finally:
                     bitmap.close()
             finally:
