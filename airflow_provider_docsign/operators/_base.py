@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
 
 from airflow_provider_docsign._compat import (
     AirflowFailException,
@@ -132,8 +133,9 @@ def json_safe(value: Any) -> Any:
 def resolve_files(files: Any, *, argument: str = "files") -> list[Any]:
     """Turn the operator's ``files`` argument into a list of paths the hook accepts.
 
-    A ``str`` containing ``"://"`` becomes an :class:`ObjectStoragePath` (``s3://``, ``gs://``,
-    ``file://``...); any other ``str`` a local :class:`~pathlib.Path`. Path objects pass through.
+    A ``str`` containing ``"://"`` becomes an :class:`ObjectStoragePath` (``s3://``, ``gs://``...),
+    except ``file://`` URIs and plain strings, which become a local :class:`~pathlib.Path`. Path
+    objects pass through.
 
     :param files: One file or a list of files (local paths, URIs or ``ObjectStoragePath``).
     :param argument: The argument name, for error messages.
@@ -149,7 +151,13 @@ def resolve_files(files: Any, *, argument: str = "files") -> list[Any]:
         elif isinstance(item, str):
             if not item.strip():
                 raise ValueError(f"{argument}[{index}] is an empty string")
-            out.append(ObjectStoragePath(item) if "://" in item else Path(item))
+            if item.lower().startswith("file://"):
+                # A local file: a plain Path is read directly, without going through fsspec.
+                out.append(Path(unquote(urlsplit(item).path)))
+            elif "://" in item:
+                out.append(ObjectStoragePath(item))
+            else:
+                out.append(Path(item))
         elif isinstance(item, os.PathLike):
             out.append(item)
         else:

@@ -138,6 +138,8 @@ def test_create_add_update_distribute_pipeline(
             envelope_id=create.output["envelope_id"],
             items=[
                 {"envelopeItemId": "{{ ti.xcom_pull(task_ids='add')[0] }}", "title": "Prices", "order": 1},
+                {"envelopeItemId": "{{ ti.xcom_pull(task_ids='create')['item_ids'][0] }}", "order": 2},
+                {"envelopeItemId": "{{ ti.xcom_pull(task_ids='create')['item_ids'][1] }}", "order": 3},
             ],
         )
         recipients = DocsignAddRecipientsOperator(
@@ -165,11 +167,12 @@ def test_create_add_update_distribute_pipeline(
     assert envelope.status == "PENDING"
     added = xcom(tis["add"])
     assert len(added) == 1
-    # Prices moved to order 1; the two created items keep their relative (file) order after it.
-    assert envelope.items[0].id == added[0]
+    # Prices moved to order 1; the two created items follow in file order.
+    assert envelope.item_ids == [added[0], *created["item_ids"]]
+    assert [i.order for i in envelope.items] == [1, 2, 3]
     assert envelope.items[0].title == "Prices"
-    assert [i.id for i in envelope.items[1:]] == created["item_ids"]
     assert xcom(tis["update"])[0] == {"id": added[0], "title": "Prices", "order": 1}
+    assert [i["id"] for i in xcom(tis["update"])] == envelope.item_ids
 
     (approver_id,) = xcom(tis["recipients"])
     assert {r.id: r.role for r in envelope.recipients}[approver_id] == "APPROVER"
@@ -267,8 +270,17 @@ def test_invalid_payload_message_names_the_bad_field(
     field_op = DocsignAddFieldsOperator(
         task_id="bad_fields",
         envelope_id="envelope_whatever",
-        fields=[{"recipientId": 1, "type": "SIGNATURE", "page": 1, "positionX": 95, "positionY": 10,
-                 "width": 20, "height": 5}],
+        fields=[
+            {
+                "recipientId": 1,
+                "type": "SIGNATURE",
+                "page": 1,
+                "positionX": 95,
+                "positionY": 10,
+                "width": 20,
+                "height": 5,
+            }
+        ],
     )
     sandbox.clear_requests()
     context: Any = {"ti": _FakeTI()}
@@ -381,10 +393,12 @@ def test_delete_item_cancel_and_reject(
     hook.distribute_envelope(env2)
     dag = _dag("docsign_ops_delete_reject_cancel")
     with dag:
-        refuse = DocsignDeleteEnvelopeItemOperator(
+        DocsignDeleteEnvelopeItemOperator(
             task_id="refuse", envelope_id=env1, envelope_item_id=items1[1], fail_if_fields=True
         )
-        delete = DocsignDeleteEnvelopeItemOperator(task_id="delete", envelope_id=env1, envelope_item_id=items1[1])
+        delete = DocsignDeleteEnvelopeItemOperator(
+            task_id="delete", envelope_id=env1, envelope_item_id=items1[1]
+        )
         distribute = DocsignDistributeEnvelopeOperator(task_id="distribute", envelope_id=env1)
         reject = DocsignRejectRecipientOperator(
             task_id="reject",
@@ -392,7 +406,7 @@ def test_delete_item_cancel_and_reject(
             recipient_id="{{ ti.xcom_pull(task_ids='distribute')['recipients'][0]['id'] }}",
             reason="Declined by phone",
         )
-        cancel = DocsignCancelEnvelopeOperator(task_id="cancel", envelope_id=env2, reason="No longer needed")
+        DocsignCancelEnvelopeOperator(task_id="cancel", envelope_id=env2, reason="No longer needed")
         delete >> distribute >> reject
     _, tis = run(dag)
     assert state(tis["refuse"]) == "failed"

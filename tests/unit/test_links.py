@@ -43,10 +43,18 @@ from airflow_provider_docsign.models import Envelope
             "http://127.0.0.1:3000/base/t/team-1/templates/envelope_t",
         ),
         # Path separators in ids are escaped, never interpreted.
-        ("https://a.example", "a/b", "envelope_1", "DOCUMENT", "https://a.example/t/a%2Fb/documents/envelope_1"),
+        (
+            "https://a.example",
+            "a/b",
+            "envelope_1",
+            "DOCUMENT",
+            "https://a.example/t/a%2Fb/documents/envelope_1",
+        ),
     ],
 )
-def test_build_envelope_url(web_url: str, team: str, envelope_id: str, kind: str | None, expected: str) -> None:
+def test_build_envelope_url(
+    web_url: str, team: str, envelope_id: str, kind: str | None, expected: str
+) -> None:
     assert build_envelope_url(web_url, team, envelope_id, kind) == expected
 
 
@@ -69,7 +77,9 @@ def test_build_envelope_url_gives_nothing_when_incomplete_or_unsafe(
 def test_payload_from_a_recorded_envelope(spec_dir: Path) -> None:
     raw = json.loads((spec_dir / "recorded" / "02_get_envelope.json").read_text())
     envelope = Envelope.from_json(raw)
-    payload = envelope_link_payload(web_url="http://localhost:3000", envelope_id=envelope.id, envelope=envelope)
+    payload = envelope_link_payload(
+        web_url="http://localhost:3000", envelope_id=envelope.id, envelope=envelope
+    )
     assert payload == {
         "web_url": "http://localhost:3000",
         "team_url": raw["team"]["url"],
@@ -77,7 +87,9 @@ def test_payload_from_a_recorded_envelope(spec_dir: Path) -> None:
         "envelope_type": "DOCUMENT",
     }
     json.dumps(payload)  # JSON-safe
-    assert build_envelope_url(**payload) == f"http://localhost:3000/t/{raw['team']['url']}/documents/{raw['id']}"
+    assert (
+        build_envelope_url(**payload) == f"http://localhost:3000/t/{raw['team']['url']}/documents/{raw['id']}"
+    )
 
 
 def test_payload_without_envelope_has_no_team() -> None:

@@ -35,7 +35,10 @@ KWARGS: dict[str, dict[str, Any]] = {
     "DocsignCancelEnvelopeOperator": {"envelope_id": "envelope_abc"},
     "DocsignAddEnvelopeItemsOperator": {"envelope_id": "envelope_abc", "files": ["a.pdf"]},
     "DocsignUpdateEnvelopeItemsOperator": {"envelope_id": "envelope_abc", "items": []},
-    "DocsignDeleteEnvelopeItemOperator": {"envelope_id": "envelope_abc", "envelope_item_id": "envelope_item_x"},
+    "DocsignDeleteEnvelopeItemOperator": {
+        "envelope_id": "envelope_abc",
+        "envelope_item_id": "envelope_item_x",
+    },
     "DocsignAddRecipientsOperator": {"envelope_id": "envelope_abc", "recipients": []},
     "DocsignAddFieldsOperator": {"envelope_id": "envelope_abc", "fields": []},
     "DocsignRejectRecipientOperator": {"recipient_id": 1, "envelope_id": "envelope_abc", "reason": "r"},
@@ -157,7 +160,9 @@ DAG_FILE = textwrap.dedent(
             task_id="update", envelope_id=env, items=[{"envelopeItemId": "x", "order": 1}]
         )
         rec = DocsignAddRecipientsOperator(
-            task_id="recipients", envelope_id=env, recipients=[{"email": "b@example.com", "name": "B", "role": "CC"}]
+            task_id="recipients",
+            envelope_id=env,
+            recipients=[{"email": "b@example.com", "name": "B", "role": "CC"}],
         )
         fld = DocsignAddFieldsOperator(
             task_id="fields",
