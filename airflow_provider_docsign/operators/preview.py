@@ -62,6 +62,7 @@ class DocsignFieldPreviewOperator(BaseOperator):
     """
 
     template_fields: Sequence[str] = ("output_dir", "files", "recipients", "envelope_id")
+    template_fields_renderers = {"recipients": "json", "files": "json"}
     ui_color = "#e8f1fa"
 
     def __init__(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+import requests
 from PIL import Image, ImageChops
 
 from airflow_provider_docsign.exceptions import DocsignDownloadError, DocsignNotFoundError
@@ -125,3 +127,41 @@ def test_failed_download_writes_nothing(sandbox, docsign_conn, make_pdf, tmp_pat
     with pytest.raises(DocsignDownloadError):
         preview_envelope(envelope_id, out, docsign_conn_id=docsign_conn)
     assert not out.exists()
+
+
+def test_stored_field_on_a_missing_page_is_warned(sandbox, docsign_conn, make_pdf, tmp_path):
+    # The real service accepts a field on a page the PDF lacks (the envelope can then never complete);
+    # our hook refuses to send one, so create it with a plain multipart request to the sandbox.
+    pdf = make_pdf("one-page.pdf")
+    payload = {
+        "type": "DOCUMENT",
+        "title": "Page too far",
+        "recipients": [
+            {
+                "email": "ann@example.com",
+                "name": "Ann",
+                "role": "SIGNER",
+                "fields": [_field(0, 1, 10, 10, 30, 6), _field(0, 3, 10, 50, 30, 6, "DATE")],
+            }
+        ],
+    }
+    with open(pdf, "rb") as fh:
+        response = requests.post(
+            f"{sandbox.base_url}/envelope/create",
+            headers={"Authorization": sandbox.api_key},
+            data={"payload": json.dumps(payload)},
+            files=[("files", ("one-page.pdf", fh, "application/pdf"))],
+            timeout=30,
+        )
+    assert response.status_code == 200, response.text
+    envelope_id = response.json()["id"]
+
+    result = preview_envelope(envelope_id, tmp_path / "out", docsign_conn_id=docsign_conn)
+
+    assert [(w.kind, w.field, w.page, w.file) for w in result.warnings] == [
+        ("missing_page", 2, 3, "one-page.pdf")
+    ]
+    assert len(result.pngs) == 1
+    image = Image.open(result.pngs[0]).convert("RGB")
+    width, height = image.size
+    assert image.getpixel((int(0.10 * width), int(0.13 * height)))[:3] == recipient_color(0)
