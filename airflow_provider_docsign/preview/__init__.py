@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from pypdf import PdfReader
-from pypdf.errors import PdfReadError
 
 from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.preview._draw import (
@@ -141,7 +140,7 @@ def _load(index: int, file: Any, problems: list[str]) -> _Source | None:
         pages = len(reader.pages)
         for page in reader.pages:
             page_box(page)  # a broken box fails here, before anything is written
-    except (PdfReadError, ValueError, KeyError, TypeError) as exc:
+    except Exception as exc:  # pypdf raises many kinds of errors on damaged files
         problems.append(f"{where}: the PDF cannot be parsed ({type(exc).__name__}: {exc})")
         return None
     if isinstance(handle, io.BytesIO):

@@ -31,6 +31,16 @@ def test_missing_file_and_non_pdf_are_listed_together(make_pdf, tmp_path):
     assert not out.exists()
 
 
+def test_damaged_pdf_is_refused(make_pdf, tmp_path):
+    whole = make_pdf("whole.pdf").read_bytes()
+    damaged = tmp_path / "damaged.pdf"
+    damaged.write_bytes(whole[:200])  # starts with %PDF- but is cut off
+    with pytest.raises(DocsignValidationError) as info:
+        render_field_preview([damaged], [SIGNER], tmp_path / "out")
+    assert info.value.problems[0].startswith("files[0] (damaged.pdf): the PDF cannot be parsed")
+    assert not (tmp_path / "out").exists()
+
+
 def test_field_without_coordinates_names_recipient_and_field(make_pdf, tmp_path):
     pdf = make_pdf("a.pdf")
     bad = [
