@@ -106,17 +106,30 @@ def _is_remote(value: Any) -> bool:
 
 def _load(index: int, file: Any, problems: list[str]) -> _Source | None:
     """Open one input PDF, checking it exists, is a PDF and can be read; record problems."""
-    name = getattr(file, "name", None) or os.path.basename(os.fspath(file)) or f"file {index}"
+    name = getattr(file, "name", None)
+    if isinstance(file, (str, os.PathLike)) and not isinstance(name, str):
+        name = os.path.basename(os.fspath(file))
+    name = os.path.basename(name) if isinstance(name, str) and name else f"file {index}"
     where = f"files[{index}] ({name})"
     try:
-        if _is_remote(file):
+        if hasattr(file, "read"):  # an open binary file
+            data = file.read()
+            if not isinstance(data, bytes):
+                problems.append(f"{where}: must be opened in binary mode")
+                return None
+            handle: Path | IO[bytes] = io.BytesIO(data)
+            head, local = data[:5], None
+        elif _is_remote(file):
+            if not isinstance(file, str) and not hasattr(file, "open"):
+                problems.append(f"{where}: expected a path, an ObjectStoragePath or a binary file")
+                return None
             if isinstance(file, str):
                 from airflow_provider_docsign._compat import ObjectStoragePath
 
                 file = ObjectStoragePath(file)
             with file.open("rb") as fh:
-                data: bytes = fh.read()
-            handle: Path | IO[bytes] = io.BytesIO(data)
+                data = fh.read()
+            handle = io.BytesIO(data)
             head, local = data[:5], None
         else:
             local = Path(file)
@@ -138,6 +151,9 @@ def _load(index: int, file: Any, problems: list[str]) -> _Source | None:
             problems.append(f"{where}: the PDF is encrypted with a password")
             return None
         pages = len(reader.pages)
+        if pages == 0:
+            problems.append(f"{where}: the PDF has no pages")
+            return None
         for page in reader.pages:
             page_box(page)  # a broken box fails here, before anything is written
     except Exception as exc:  # pypdf raises many kinds of errors on damaged files
@@ -251,7 +267,7 @@ def render_field_preview(
     """
     if isinstance(files, (str, bytes, os.PathLike)) or not isinstance(files, Sequence):
         raise DocsignValidationError(["files must be a list of PDF paths"], context="preview files")
-    problems: list[str] = []
+    problems: list[str] = [] if files else ["files is empty: give at least one PDF"]
     loaded = [_load(i, f, problems) for i, f in enumerate(files)]
     sources = [s for s in loaded if s is not None]
     try:
@@ -289,6 +305,10 @@ def preview_envelope(
 
         hook = DocsignHook(docsign_conn_id=docsign_conn_id)
     envelope = hook.get_envelope(envelope_id)
+    if not envelope.items:
+        raise DocsignValidationError(
+            ["the envelope has no items (PDFs) to preview"], context=f"envelope {envelope_id}"
+        )
     with tempfile.TemporaryDirectory(prefix="docsign-preview-") as scratch:
         problems: list[str] = []
         sources: list[_Source] = []

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from pypdf import PdfWriter
 from test_preview_support import field
 
 from airflow_provider_docsign.exceptions import DocsignValidationError
@@ -29,6 +30,27 @@ def test_missing_file_and_non_pdf_are_listed_together(make_pdf, tmp_path):
     assert "files[2] (fake.pdf)" in problems[1]
     assert "%PDF-" in problems[1]
     assert not out.exists()
+
+
+def test_open_binary_file_is_accepted(make_pdf, tmp_path):
+    pdf = make_pdf("opened.pdf")
+    with open(pdf, "rb") as fh:
+        result = render_field_preview([fh], [SIGNER], tmp_path / "out")
+    assert [p.name for p in result.pngs] == ["00-opened.page001.png"]
+    assert result.warnings == []
+
+
+def test_empty_file_list_and_pdf_without_pages_are_refused(tmp_path):
+    empty = tmp_path / "empty.pdf"
+    with open(empty, "wb") as fh:
+        PdfWriter().write(fh)
+    with pytest.raises(DocsignValidationError) as info:
+        render_field_preview([], [SIGNER], tmp_path / "out")
+    assert info.value.problems == ["files is empty: give at least one PDF"]
+    with pytest.raises(DocsignValidationError) as info:
+        render_field_preview([empty], [SIGNER], tmp_path / "out")
+    assert info.value.problems == ["files[0] (empty.pdf): the PDF has no pages"]
+    assert not (tmp_path / "out").exists()
 
 
 def test_damaged_pdf_is_refused(make_pdf, tmp_path):
