@@ -5,12 +5,15 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import airflow
 import jsonschema
 
 from airflow_provider_docsign import __version__, get_provider_info
+from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS
 
 
 def _schema() -> dict:
@@ -51,8 +54,8 @@ def test_every_named_class_and_module_imports() -> None:
         assert isinstance(_import_dotted(link), type)
     for conn in info["connection-types"]:
         hook = _import_dotted(conn["hook-class-name"])
-        assert getattr(hook, "conn_type") == conn["connection-type"] == "docsign"
-        assert getattr(hook, "default_conn_name") == "docsign_default"
+        assert hook.conn_type == conn["connection-type"] == "docsign"
+        assert hook.default_conn_name == "docsign_default"
 
 
 def test_connection_form_declares_base_url_key_and_extras() -> None:
@@ -64,11 +67,35 @@ def test_connection_form_declares_base_url_key_and_extras() -> None:
     assert {"timeout", "verify", "web_url"} <= set(conn["conn-fields"])
 
 
-def test_providers_manager_registers_docsign_connection_type() -> None:
-    from airflow.providers_manager import ProvidersManager
+def test_airflow_cli_lists_the_docsign_connection_type() -> None:
+    """`airflow providers hooks` (a fresh process, real provider discovery) shows our type."""
+    out = subprocess.run(
+        [sys.executable, "-m", "airflow", "providers", "hooks", "-o", "json"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    ).stdout
+    # Airflow may log to stdout before the JSON document: take the line that holds the list.
+    (line,) = [ln for ln in out.splitlines() if ln.startswith('[{"')]
+    hooks = json.loads(line)
+    (ours,) = [h for h in hooks if h.get("connection_type") == "docsign"]
+    assert ours["class"] == "airflow_provider_docsign.hooks.docsign.DocsignHook"
+    assert ours["package_name"] == "airflow-provider-docsign"
 
-    pm = ProvidersManager()
-    assert "airflow-provider-docsign" in pm.providers
-    hook_info = pm.hooks["docsign"]
-    assert hook_info is not None
-    assert hook_info.hook_class_name == "airflow_provider_docsign.hooks.docsign.DocsignHook"
+
+def test_hook_module_imports_without_deprecation_warnings() -> None:
+    """Importing the hook warns about nothing of ours (``python -W error`` on Airflow 3.x)."""
+    if AIRFLOW_V_3_0_PLUS:
+        cmd = [sys.executable, "-W", "error", "-c", "import airflow_provider_docsign.hooks.docsign"]
+    else:  # Airflow 2.11 itself emits RemovedInAirflow3Warning on import: only ours must be absent.
+        cmd = [
+            sys.executable,
+            "-W",
+            "error::DeprecationWarning:airflow_provider_docsign",
+            "-W",
+            "error::UserWarning:airflow_provider_docsign",
+            "-c",
+            "import airflow_provider_docsign.hooks.docsign",
+        ]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=300)
