@@ -37,10 +37,12 @@ def sandbox_conn_json(server: SandboxServer) -> str:
 def load_dagbag() -> Any:
     """Parse ``dags_examples/`` the way the dag processor does (no examples, no DB)."""
     try:
-        from airflow.dag_processing.dagbag import DagBag  # Airflow 3
+        from airflow.dag_processing.dagbag import DagBag  # Airflow 3: examples are a separate bundle
     except ImportError:  # Airflow 2.11
         from airflow.models.dagbag import DagBag  # type: ignore[no-redef]
-    return DagBag(dag_folder=str(DAGS_FOLDER), include_examples=False)
+
+        return DagBag(dag_folder=str(DAGS_FOLDER), include_examples=False)
+    return DagBag(dag_folder=str(DAGS_FOLDER))
 
 
 def run_example(dag_id: str, **conf: Any) -> Any:

@@ -22,27 +22,18 @@ def _connection_lookups(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
         return _lookup
 
+    from airflow.models.connection import Connection
+
     from airflow_provider_docsign import _compat
 
-    targets: list[tuple[Any, str]] = [(_compat.BaseHook, "get_connection")]
-    try:
-        from airflow.hooks.base import BaseHook as CoreBaseHook
-
-        targets.append((CoreBaseHook, "get_connection"))
-    except ImportError:
-        pass
-    try:
-        from airflow.models.connection import Connection
-
-        targets.append((Connection, "get_connection_from_secrets"))
-    except ImportError:
-        pass
-    try:
+    targets: list[tuple[Any, str]] = [
+        (_compat.BaseHook, "get_connection"),
+        (Connection, "get_connection_from_secrets"),
+    ]
+    if _compat.AIRFLOW_V_3_0_PLUS:
         from airflow.sdk import Connection as SdkConnection
 
         targets.append((SdkConnection, "get"))
-    except ImportError:
-        pass
     for owner, attr in targets:
         if hasattr(owner, attr):
             monkeypatch.setattr(owner, attr, spy(f"{owner.__name__}.{attr}"))

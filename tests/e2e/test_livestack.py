@@ -74,6 +74,7 @@ def _stack_env(home: Path, port: int, sandbox: SandboxServer) -> dict[str, str]:
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+            "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
             "AIRFLOW_CONN_DOCSIGN_DEFAULT": sandbox_conn_json(sandbox),
             "DOCSIGN_EXAMPLE_POKE_INTERVAL": "3",
         }
@@ -195,10 +196,15 @@ def test_contract_signing_on_a_live_airflow_stack(
         assert state == "success", (ti_states, stack.log("scheduler")[-4000:], stack.log("triggerer")[-4000:])
         assert set(ti_states.values()) == {"success"}, ti_states
 
-        # The sensor's trigger was run by the separate triggerer process (after crossing processes
-        # as serialized JSON), not inline by the worker.
-        triggerer_log = stack.log("triggerer")
-        assert "DocsignEnvelopeTrigger" in triggerer_log, triggerer_log[-4000:]
+        # The sensor's trigger crossed processes as serialized JSON and was run by the separate
+        # triggerer: its log for the task is written by that triggerer job ("….log.trigger.<job id>.log").
+        jobs = http.get(f"{api}/api/v2/jobs", params={"job_type": "TriggererJob"}, timeout=10).json()["jobs"]
+        assert len(jobs) == 1, jobs
+        trigger_logs = list((home / "logs").rglob("task_id=wait_for_signatures/attempt=*.log.trigger.*.log"))
+        assert [p.name.rsplit(".", 2)[-2] for p in trigger_logs] == [str(jobs[0]["id"])], trigger_logs
+        trigger_log = trigger_logs[0].read_text()
+        assert "DocsignEnvelopeTrigger" in trigger_log
+        assert "Trigger fired event" in trigger_log
     finally:
         stack.stop()
     assert all(proc.returncode is not None for proc in stack.procs.values())
