@@ -93,7 +93,9 @@ def source_label(source: Any, index: int) -> str:
     """A short, human-readable name of an upload source, for messages and multipart file names."""
     name = getattr(source, "name", None)
     if isinstance(source, str | os.PathLike) or isinstance(name, str):
-        text = os.fspath(source) if isinstance(source, str | os.PathLike) else str(name)
+        # Path objects (local or ObjectStoragePath) carry their last component in ``name``; never call
+        # os.fspath on an ObjectStoragePath (deprecated for remote file systems).
+        text = str(name) if isinstance(name, str) else os.fspath(source)
         base = text.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
         if base:
             return base
