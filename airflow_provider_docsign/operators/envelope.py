@@ -221,13 +221,14 @@ class DocsignCreateEnvelopeOperator(DocsignBaseOperator):
                 raise fail_now(err) from err
             except DocsignAmbiguousWriteError as err:
                 if not self.external_id or self.if_exists == "create":
-                    self.log.error(
-                        "The create's outcome is unknown and cannot be checked safely "
-                        "(external_id=%r, if_exists=%r); not repeating it",
-                        self.external_id,
-                        self.if_exists,
-                    )
-                    raise
+                    # A retry of the task would repeat the create blindly and may make a duplicate
+                    # draft, so fail without using up the retries.
+                    why = "no external_id is set" if not self.external_id else "if_exists='create'"
+                    raise AirflowFailException(
+                        f"The create's outcome is unknown ({err}) and cannot be checked because {why}; "
+                        "not repeating it. Look for the envelope in the web app before running the task "
+                        "again, and set external_id so that retries can find it."
+                    ) from err
                 self.log.warning("The create's outcome is unknown (%s); checking by externalId", err)
                 found = self._existing_envelope_id()
                 if found is not None:

@@ -177,7 +177,7 @@ class DocsignAddRecipientsOperator(DocsignBaseOperator):
             found = existing.get(key(r.get("email"), r.get("role"))) if try_number > 1 else None
             if found is not None:
                 self.log.info(
-                    "Recipient %s is already on the envelope (previous try): %s", r.get("email"), found
+                    "recipients[%d] is already on the envelope (added by a previous try): id %s", n, found
                 )
                 ids[n] = found
             else:
