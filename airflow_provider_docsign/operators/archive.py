@@ -139,7 +139,7 @@ class _Store:
             )
         if isinstance(root, ObjectStoragePath) and root.protocol in {"file", "local"}:
             root = Path(root.path)
-        self.local = isinstance(root, Path)
+        self.local = _is_local(root)
         self.root: Any = root.absolute() if self.local else root
         if self.local and self.root.exists() and not self.root.is_dir():
             raise ValueError(f"destination {self.root} exists and is not a directory")
@@ -256,8 +256,13 @@ class _Store:
             raise
 
 
+def _is_local(path: Any) -> bool:
+    # On Airflow 2.11 ObjectStoragePath (universal_pathlib 0.2) subclasses pathlib.Path: test it first.
+    return isinstance(path, Path) and not isinstance(path, ObjectStoragePath)
+
+
 def _uri_of(path: Any) -> str:
-    if isinstance(path, Path):
+    if _is_local(path):
         # Not percent-encoded, like ObjectStoragePath's own URIs: the manifest stays readable.
         return f"file://{path.absolute().as_posix()}"
     protocol = path.protocol

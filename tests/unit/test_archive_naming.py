@@ -149,7 +149,9 @@ def test_manifest_name_placeholders_are_limited_to_the_envelope() -> None:
     with pytest.raises(ValueError, match="unknown placeholder"):
         validate_filename_template("{title}.json", allowed=MANIFEST_FIELDS)
     assert (
-        render_manifest_name("{envelope_key}-manifest.json", envelope_id="e", external_id="a/b", version="signed")
+        render_manifest_name(
+            "{envelope_key}-manifest.json", envelope_id="e", external_id="a/b", version="signed"
+        )
         == "a_b-manifest.json"
     )
     with pytest.raises(ValueError, match=r"\.pdf"):
