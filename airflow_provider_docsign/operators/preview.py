@@ -109,7 +109,7 @@ class DocsignFieldPreviewOperator(BaseOperator):
         return render_field_preview(files, recipients or [], scratch, dpi=self.dpi)
 
     def _publish(self, local: Sequence[Path]) -> list[str]:
-        """Copy the rendered files to ``output_dir``; each appears whole or not at all."""
+        """Copy the rendered files to ``output_dir`` (locally: temp name + rename, never half-written)."""
         published: list[str] = []
         if _is_object_storage(self.output_dir):
             # Wrapping an ObjectStoragePath again goes through __fspath__ on Airflow 2.11 (deprecated
