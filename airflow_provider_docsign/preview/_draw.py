@@ -93,8 +93,8 @@ def page_box(page: Any) -> PageBox:
 
     The displayed area is the ``/CropBox`` (which defaults to the ``/MediaBox``): that is what viewers,
     the service's web editor and pdfium show, and what the percentages are measured against.
-    Not checked against a recorded real-service response: the recordings only have uncropped,
-    unrotated A4 pages, where the crop box and the media box are the same.
+    Not checked against the real service: the recorded responses hold no rotated or cropped pages,
+    so this rule comes from the issue's statement that percentages refer to the page as displayed.
     """
     box = page.cropbox
     left, right = sorted((float(box.left), float(box.right)))
