@@ -92,6 +92,34 @@ def open_source(source: Any) -> tuple[IO[bytes], bool]:
     raise TypeError(f"unsupported file source {type(source).__name__}; use a path, ObjectStoragePath or file")
 
 
+class SizedReader:
+    """A read-only view of a stream from its current position, exposing ``len`` (bytes left).
+
+    requests-toolbelt's encoder needs each part's length up front; it finds it through ``fileno`` or
+    ``getvalue`` (which copies a whole ``BytesIO``), and fails for fsspec files that have neither.
+    This wrapper gives it the length without reading or copying anything.
+    """
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        start = stream.tell()
+        stream.seek(0, os.SEEK_END)
+        end = stream.tell()
+        stream.seek(start)
+        self._stream = stream
+        self._remaining = max(0, end - start)
+
+    @property
+    def len(self) -> int:
+        """Bytes not yet read."""
+        return self._remaining
+
+    def read(self, size: int | None = -1) -> bytes:
+        """Read up to ``size`` bytes (all that is left when negative or ``None``)."""
+        data = self._stream.read(-1 if size is None or size < 0 else size)
+        self._remaining -= len(data)
+        return data
+
+
 class HashingWriter:
     """Counts bytes and computes SHA-256 while forwarding them to a sink."""
 
@@ -267,14 +295,18 @@ def make_sink(destination: Any, *, overwrite: bool = True) -> Sink:
     """Choose a :class:`Sink` for ``destination`` and check it before any request is sent.
 
     :param destination: A path (file or existing directory; a trailing separator means directory),
-        an ``ObjectStoragePath`` or a binary file object opened for writing.
+        an ``ObjectStoragePath`` (a directory if the prefix already holds objects) or a binary file
+        object opened for writing.
     :param overwrite: Whether an existing file may be replaced (atomically) on success.
     """
+    trailing_slash = isinstance(destination, str) and destination.endswith("/")
     destination = to_path_like(destination)
     if is_object_path(destination):
         local = _local_of(destination)
         if local is None:
-            is_dir = str(destination).endswith("/") or (destination.exists() and destination.is_dir())
+            # A prefix that already holds objects is a directory (ObjectStoragePath drops a trailing
+            # "/", so an empty prefix can only be named as a string URL ending in "/").
+            is_dir = trailing_slash or destination.is_dir()
             if not is_dir and not overwrite and destination.exists():
                 raise DocsignValidationError(
                     [f"destination {destination} already exists (overwrite=False)"], "download"

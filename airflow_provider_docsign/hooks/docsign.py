@@ -471,7 +471,7 @@ class DocsignHook(BaseHook):
         """A factory for a fresh streaming multipart body (re-opened for every attempt)."""
         from requests_toolbelt import MultipartEncoder
 
-        from airflow_provider_docsign.hooks._io import open_source
+        from airflow_provider_docsign.hooks._io import SizedReader, open_source
 
         payload_text = json.dumps(payload)
         starts: dict[int, int] = {}
@@ -489,7 +489,7 @@ class DocsignHook(BaseHook):
                         opened.append(stream)
                     else:
                         stream.seek(starts[index])
-                    parts.append(("files", (names[index], stream, "application/pdf")))
+                    parts.append(("files", (names[index], SizedReader(stream), "application/pdf")))
                 encoder = MultipartEncoder(fields=parts)
             except BaseException:
                 for stream in opened:
