@@ -29,8 +29,9 @@ def authenticate(request: Request, path: str, *, download: bool = False) -> None
     header = request.headers.get("authorization")
     if header is None or header == "":
         raise unauthorized(path, download=download, provided=False)
+    # HTTP parsers may strip the trailing space of "Bearer ", so a bare "Bearer" counts as empty too.
     token = header.split("Bearer ")[1] if "Bearer " in header else header
-    if token == "":
+    if token.strip() == "" or header.strip() == "Bearer":
         if download:
             raise ApiError(500, {"error": "Something went wrong"})
         raise trpc_error(path, 500, "No API token provided")

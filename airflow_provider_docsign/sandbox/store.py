@@ -132,22 +132,22 @@ class Store:
     # -- relations ------------------------------------------------------------------------------
     def items_of(self, envelope_id: str) -> list[Obj]:
         """Items of an envelope, ordered by ``order``."""
-        items = [i for i in self.objects["item"].values() if i["envelopeId"] == envelope_id]
+        items = [i for i in list(self.objects["item"].values()) if i["envelopeId"] == envelope_id]
         return sorted(items, key=lambda i: (i["order"], i["_seq"]))
 
     def recipients_of(self, envelope_id: str) -> list[Obj]:
         """Recipients of an envelope, ordered by id."""
-        recs = [r for r in self.objects["recipient"].values() if r["envelopeId"] == envelope_id]
+        recs = [r for r in list(self.objects["recipient"].values()) if r["envelopeId"] == envelope_id]
         return sorted(recs, key=lambda r: r["id"])
 
     def fields_of(self, envelope_id: str) -> list[Obj]:
         """Fields of an envelope, ordered by id."""
-        fields = [f for f in self.objects["field"].values() if f["envelopeId"] == envelope_id]
+        fields = [f for f in list(self.objects["field"].values()) if f["envelopeId"] == envelope_id]
         return sorted(fields, key=lambda f: f["id"])
 
     def audit_of(self, envelope_id: str) -> list[Obj]:
         """Audit entries of an envelope, oldest first."""
-        logs = [a for a in self.objects["audit"].values() if a["envelopeId"] == envelope_id]
+        logs = [a for a in list(self.objects["audit"].values()) if a["envelopeId"] == envelope_id]
         return sorted(logs, key=lambda a: a["_seq"])
 
     def file_path(self, name: str) -> Path:

@@ -1,4 +1,4 @@
-"""Real-service semantics of the sandbox's JSON routes: find, get-many, folders, recipients, fields, update, delete."""
+"""Real-service semantics of the sandbox JSON routes: find, get-many, folders, recipients, fields, etc."""
 
 from __future__ import annotations
 
