@@ -85,7 +85,9 @@ class _Collector:
         self._name = params.get(b"name", b"").decode("utf-8", "replace")
         if self._name.endswith("[]"):
             self._name = self._name[:-2]
-        if b"filename" in params:
+        # Only ``files`` parts are spooled to disk; any other part (even one sent with a file name,
+        # such as a ``payload`` attached as a file) is read as a bounded text field.
+        if b"filename" in params and self._name == "files":
             ctype = self._headers.get(b"content-type", b"application/octet-stream").decode("latin-1").strip()
             fd, tmp = tempfile.mkstemp(dir=self.tmp_dir, suffix=".part")
             self._fh = os.fdopen(fd, "wb")

@@ -374,3 +374,27 @@ def test_create_identifier_rules(sandbox: SandboxServer, make_pdf: Callable[...,
     ]
     resp = create(sandbox, [a, b], recipients=recipients)
     assert (resp.status_code, resp.json()["message"]) == (404, "Document data not found")
+
+
+def test_payload_part_sent_as_a_file_is_read_as_text(
+    sandbox: SandboxServer, make_pdf: Callable[..., Path]
+) -> None:
+    import json
+
+    import requests
+
+    pdf = make_pdf("asfile.pdf")
+    payload = json.dumps({"type": "DOCUMENT", "title": "Payload as file"})
+    resp = requests.post(
+        sandbox.base_url + "/envelope/create",
+        headers={"Authorization": sandbox.api_key},
+        files=[
+            ("payload", ("payload.json", payload.encode(), "application/json")),
+            ("files[]", ("asfile.pdf", pdf.read_bytes(), "application/pdf")),
+        ],
+        timeout=30,
+    )
+    assert resp.status_code == 200, resp.text
+    env = envelope(sandbox, resp.json()["id"])
+    assert env["title"] == "Payload as file"
+    assert [i["title"] for i in env["envelopeItems"]] == ["asfile.pdf"]
