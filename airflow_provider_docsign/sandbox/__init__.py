@@ -7,8 +7,8 @@ injects faults.
 
 Command line::
 
-    python -m airflow_provider_docsign.sandbox --data-dir DIR --api-key KEY \\
-        [--host 127.0.0.1] [--port 0] [--auto-sign-after SECONDS] [--max-file-mb 50] \\
+    python -m airflow_provider_docsign.sandbox --data-dir DIR --api-key KEY
+        [--host 127.0.0.1] [--port 0] [--auto-sign-after SECONDS] [--max-file-mb 50]
         [--rate-limit N] [--seal-delay 0.3]
 
 It prints ``SANDBOX_URL=http://HOST:PORT/api/v2`` once it listens. ``--port 0`` picks a free port; the
