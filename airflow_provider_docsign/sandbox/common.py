@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -78,3 +79,10 @@ def envelope_or_404(
 def webapp_url(request: Request) -> str:
     """The sandbox's own root URL, standing in for ``WEBAPP_URL``."""
     return str(request.base_url).rstrip("/")
+
+
+async def drain(request: Request) -> None:
+    """Read and discard the rest of the request body (so the client can read the answer)."""
+    with contextlib.suppress(Exception):
+        async for _ in request.stream():
+            pass

@@ -12,6 +12,7 @@ import contextlib
 import functools
 import logging
 import os
+import time
 from typing import Any
 
 from . import pdfops
@@ -128,8 +129,6 @@ def email_sent(state: SandboxState, envelope_id: str, rec: Obj, *, resending: bo
 
 
 def _epoch() -> float:
-    import time
-
     return time.time()
 
 

@@ -14,17 +14,26 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from . import lifecycle, pdfops, views
-from .common import authenticate, envelope_or_404, json_body, ok, state_of, success, webapp_url
+from . import lifecycle, views
+from .builders import (
+    MAX_ITEMS,
+    check_files,
+    new_field,
+    new_meta,
+    new_recipient,
+    pdf_pages,
+    resolve_identifier,
+    store_item,
+)
+from .common import authenticate, drain, envelope_or_404, json_body, ok, state_of, success, webapp_url
 from .errors import app_error, plain_error, validation_error
-from .ids import cuid, envelope_item_id, iso, iso_in, recipient_token
 from .ids import envelope_id as new_envelope_id
+from .ids import iso, iso_in
 from .schemas import (
     CANCEL,
     CREATE_PAYLOAD,
     DISTRIBUTE,
     ENVELOPE_ID_BODY,
-    FIELD_META_DEFAULTS,
     FIND_QUERY,
     GET_MANY,
     PAGE_QUERY,
@@ -33,189 +42,11 @@ from .schemas import (
 )
 from .state import SandboxState
 from .store import Obj
-from .upload import FormData, UploadedFile, parse_body
+from .upload import FormData, parse_body
 from .validation import MISSING, check, validate
 
 router = APIRouter()
-MAX_ITEMS = 5
-PDF_TYPES = ("application/pdf",)
-DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 _ENVELOPE_ID = re.compile(r"^envelope_.{2,}$")
-
-DEFAULT_META: dict[str, Any] = {
-    "signingOrder": "PARALLEL",
-    "distributionMethod": "EMAIL",
-    "subject": None,
-    "message": None,
-    "timezone": "Etc/UTC",
-    "dateFormat": "yyyy-MM-dd hh:mm a",
-    "redirectUrl": None,
-    "typedSignatureEnabled": True,
-    "uploadSignatureEnabled": True,
-    "drawSignatureEnabled": True,
-    "allowDictateNextSigner": False,
-    "language": "en",
-    "emailSettings": {
-        "recipientSigningRequest": True,
-        "recipientRemoved": True,
-        "recipientSigned": True,
-        "documentPending": True,
-        "documentCompleted": True,
-        "documentDeleted": True,
-        "ownerDocumentCompleted": True,
-        "ownerRecipientExpired": True,
-        "ownerDocumentCreated": True,
-    },
-    "emailId": None,
-    "emailReplyTo": None,
-    "envelopeExpirationPeriod": {"unit": "month", "amount": 3},
-}
-_META_KEYS = tuple(DEFAULT_META)
-
-
-def new_meta(given: dict[str, Any] | None) -> dict[str, Any]:
-    """DocumentMeta with team defaults for everything not given."""
-    meta = {
-        "signingOrder": DEFAULT_META["signingOrder"],
-        "distributionMethod": DEFAULT_META["distributionMethod"],
-    }
-    meta["id"] = cuid()
-    for key in _META_KEYS:
-        if key not in meta:
-            meta[key] = json.loads(json.dumps(DEFAULT_META[key]))
-    for key, value in (given or {}).items():
-        if key in meta and value is not MISSING:
-            meta[key] = value
-    return meta
-
-
-def new_recipient(envelope_id: str, spec: dict[str, Any], store_next: int) -> Obj:
-    """A stored recipient from a create payload entry."""
-    role = spec["role"]
-    return {
-        "envelopeId": envelope_id,
-        "role": role,
-        "readStatus": "NOT_OPENED",
-        "signingStatus": "SIGNED" if role == "CC" else "NOT_SIGNED",
-        "sendStatus": "SENT" if role == "CC" else "NOT_SENT",
-        "id": store_next,
-        "email": str(spec.get("email", "")).lower(),
-        "name": spec.get("name", "") or "",
-        "token": recipient_token(),
-        "documentDeletedAt": None,
-        "expired": None,
-        "expiresAt": None,
-        "expirationNotifiedAt": None,
-        "signedAt": None,
-        "authOptions": {"accessAuth": spec.get("accessAuth", []), "actionAuth": spec.get("actionAuth", [])},
-        "signingOrder": spec.get("signingOrder"),
-        "rejectionReason": None,
-    }
-
-
-def new_field(envelope_id: str, item_id: str, recipient_id: int, spec: dict[str, Any], field_id: int) -> Obj:
-    """A stored field; coordinates kept as numbers, serialised as strings on output."""
-    kind = spec["type"]
-    meta = spec.get("fieldMeta")
-    default = FIELD_META_DEFAULTS.get(kind)
-    if kind == "FREE_SIGNATURE":
-        meta = None
-    elif meta is None:
-        meta = json.loads(json.dumps(default)) if default is not None else None
-    else:
-        meta = {**(default or {}), **meta}
-    return {
-        "envelopeId": envelope_id,
-        "envelopeItemId": item_id,
-        "type": kind,
-        "id": field_id,
-        "secondaryId": cuid(),
-        "recipientId": recipient_id,
-        "page": int(spec.get("page", 1)),
-        "positionX": spec.get("positionX", 0),
-        "positionY": spec.get("positionY", 0),
-        "width": spec.get("width", 0),
-        "height": spec.get("height", 0),
-        "customText": "",
-        "inserted": False,
-        "fieldMeta": meta,
-    }
-
-
-def check_files(form: FormData, state: SandboxState, path: str) -> None:
-    """Size limit (zod 400), then type (UNSUPPORTED_FILE_TYPE), then PDF validity (INVALID_DOCUMENT_FILE)."""
-    issues = [
-        {
-            "code": "custom",
-            "message": f"File cannot be larger than {state.max_file_mb}MB",
-            "path": ["files", i],
-        }
-        for i, f in enumerate(form.files)
-        if f.size > state.max_file_bytes
-    ]
-    if issues:
-        raise validation_error(path, issues)
-    for f in form.files:
-        if f.content_type == DOCX:
-            raise app_error(
-                path, "CONVERSION_SERVICE_UNAVAILABLE", "Document conversion service is not configured"
-            )
-        if f.content_type not in PDF_TYPES:
-            raise app_error(
-                path,
-                "UNSUPPORTED_FILE_TYPE",
-                f"Unsupported file type: {f.content_type}",
-                extra={
-                    "userMessage": "This file type isn't supported. Please upload a PDF or Word document.",
-                    "statusCode": 400,
-                },
-            )
-
-
-def pdf_pages(f: UploadedFile, path: str) -> int:
-    """Page count of an uploaded PDF or the real INVALID_DOCUMENT_FILE error."""
-    if not f.head.startswith(b"%PDF-"):
-        raise app_error(path, "INVALID_DOCUMENT_FILE", "The document is not a valid PDF")
-    try:
-        return pdfops.page_count(f.path)
-    except Exception:
-        raise app_error(path, "INVALID_DOCUMENT_FILE", "The document is not a valid PDF") from None
-
-
-def store_item(state: SandboxState, envelope_id: str, f: UploadedFile, order: int, pages: int) -> Obj:
-    """Move an uploaded file into the store and create its item."""
-    data_id = cuid()
-    name = f"{data_id}.pdf"
-    os.replace(f.path, state.store.file_path(name))
-    item = {
-        "id": envelope_item_id(),
-        "envelopeId": envelope_id,
-        "documentDataId": data_id,
-        "title": f.filename,
-        "order": order,
-        "_original": name,
-        "_originalSha256": f.sha256,
-        "_signed": None,
-        "_signedSha256": None,
-        "_pages": pages,
-        "_size": f.size,
-        "_seq": time.time_ns(),
-    }
-    return state.store.put("item", item)
-
-
-def _resolve_identifier(identifier: Any, files: list[UploadedFile]) -> int | None:
-    if identifier is MISSING or identifier is None:
-        return 0 if files else None
-    if isinstance(identifier, str):
-        for i, f in enumerate(files):
-            if f.filename == identifier:
-                return i
-        return None
-    index = int(identifier)
-    if -len(files) <= index < len(files):
-        return index % len(files)
-    return None
 
 
 @router.post("/envelope/create")
@@ -226,19 +57,13 @@ async def create_envelope(request: Request) -> Response:
     try:
         authenticate(request, path)
     except Exception:
-        await _drain(request)
+        await drain(request)
         raise
     form = await parse_body(request, state.store.tmp_dir, state.max_file_bytes)
     try:
         return ok(await run_in_threadpool(_create, state, form))
     finally:
         form.cleanup()
-
-
-async def _drain(request: Request) -> None:
-    with contextlib.suppress(Exception):
-        async for _ in request.stream():
-            pass
 
 
 def _create(state: SandboxState, form: FormData) -> dict[str, Any]:
@@ -281,7 +106,7 @@ def _create(state: SandboxState, form: FormData) -> dict[str, Any]:
     for rec in recipients:
         indexes = []
         for fld in rec.get("fields") or []:
-            index = _resolve_identifier(fld.get("identifier", MISSING), form.files)
+            index = resolve_identifier(fld.get("identifier", MISSING), form.files)
             if index is None:
                 raise app_error(path, "NOT_FOUND", "Document data not found")
             indexes.append(index)

@@ -18,9 +18,9 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from . import lifecycle, pdfops
-from .common import authenticate, json_body, ok, state_of, success
+from .builders import MAX_ITEMS, check_files, pdf_pages, store_item
+from .common import authenticate, drain, json_body, ok, state_of, success
 from .errors import ApiError, app_error, download_error, validation_error
-from .routes_envelopes import MAX_ITEMS, _drain, check_files, pdf_pages, store_item
 from .schemas import DOWNLOAD_VERSIONS, ITEM_DELETE, ITEM_UPDATE_MANY
 from .state import SandboxState
 from .store import Obj
@@ -46,7 +46,7 @@ async def create_items(request: Request) -> Response:
     try:
         authenticate(request, path)
     except Exception:
-        await _drain(request)
+        await drain(request)
         raise
     form = await parse_body(request, state.store.tmp_dir, state.max_file_bytes)
     try:
