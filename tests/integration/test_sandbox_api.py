@@ -398,3 +398,38 @@ def test_payload_part_sent_as_a_file_is_read_as_text(
     env = envelope(sandbox, resp.json()["id"])
     assert env["title"] == "Payload as file"
     assert [i["title"] for i in env["envelopeItems"]] == ["asfile.pdf"]
+
+
+def test_redistribute_and_audit_downloads(sandbox: SandboxServer, make_pdf: Callable[..., Path]) -> None:
+    import io
+
+    from pypdf import PdfReader
+
+    env_id = create_id(sandbox, [make_pdf("audit.pdf")], title="Audit me.pdf")
+    rid = envelope(sandbox, env_id)["recipients"][0]["id"]
+    draft = post(sandbox, "/envelope/redistribute", {"envelopeId": env_id, "recipients": [rid]})
+    assert (draft.status_code, draft.json()["message"]) == (500, "Can not send draft document")
+    assert post(sandbox, "/envelope/distribute", {"envelopeId": env_id}).status_code == 200
+    resent = post(sandbox, "/envelope/redistribute", {"envelopeId": env_id, "recipients": [rid]})
+    assert resent.status_code == 200
+    assert [r["id"] for r in resent.json()["recipients"]] == [rid]
+    log = get(sandbox, f"/envelope/{env_id}/audit-log", params={"perPage": 100}).json()
+    types = [a["type"] for a in log["data"]]
+    assert types[-1] == "DOCUMENT_CREATED"  # newest first
+    assert "DOCUMENT_SENT" in types
+    assert [a["data"]["isResending"] for a in log["data"] if a["type"] == "EMAIL_SENT"] == [True, False]
+    pdf = get(sandbox, f"/envelope/{env_id}/audit-log/download")
+    assert pdf.status_code == 200
+    assert pdf.headers["content-disposition"] == 'attachment; filename="Audit me_audit-log.pdf"'
+    text = "".join(page.extract_text() for page in PdfReader(io.BytesIO(pdf.content)).pages)
+    assert env_id in text
+    assert "DOCUMENT_SENT" in text
+    early = get(sandbox, f"/envelope/{env_id}/certificate/download")
+    assert (early.status_code, early.json()["code"]) == (500, "DOCUMENT_NOT_COMPLETE")
+    sandbox.complete(env_id)
+    sandbox.wait_status(env_id, "COMPLETED")
+    cert = get(sandbox, f"/envelope/{env_id}/certificate/download")
+    assert cert.headers["content-disposition"] == 'attachment; filename="Audit me_certificate.pdf"'
+    assert "signer@example.com" in PdfReader(io.BytesIO(cert.content)).pages[0].extract_text()
+    missing = get(sandbox, "/envelope/envelope_nosuchenvelopexx/audit-log/download")
+    assert (missing.status_code, missing.json()) == (404, {"error": "Document not found"})
