@@ -280,7 +280,12 @@ class SandboxServer:
         self._control("POST", "/faults/clear")
 
     def requests(self) -> list[dict[str, Any]]:
-        """``[{"method", "path", "status"}]`` of ``/api/v2`` requests so far, in order."""
+        """``[{"method", "path", "status"}]`` of ``/api/v2`` requests so far, in order.
+
+        ``path`` is relative to ``/api/v2`` (no query string). ``status`` is what the server answered; for
+        ``drop_after_commit`` it is the status of the committed (never delivered) answer, and 0 when no
+        answer was produced at all (``drop_before``).
+        """
         return list(self._control("GET", "/requests")["data"])
 
     def clear_requests(self) -> None:
