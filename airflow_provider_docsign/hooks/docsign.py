@@ -44,7 +44,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import requests
 import urllib3.exceptions
@@ -57,7 +57,6 @@ from airflow_provider_docsign.exceptions import (
     DocsignAPIError,
     DocsignAuthError,
     DocsignConnectionError,
-    DocsignDownloadError,
     DocsignError,
     DocsignNotFoundError,
     DocsignValidationError,
@@ -76,7 +75,8 @@ from airflow_provider_docsign.hooks._http import (
     retryable_statuses,
     settings_from_connection,
 )
-from airflow_provider_docsign.hooks._io import CHUNK_SIZE, HashingWriter, filename_from_disposition, make_sink
+from airflow_provider_docsign.hooks._io import make_sink
+from airflow_provider_docsign.hooks._transfer import multipart_body, stream_download
 from airflow_provider_docsign.models import (
     DownloadResult,
     Envelope,
@@ -465,45 +465,6 @@ class DocsignHook(BaseHook):
 
     # -- multipart upload -------------------------------------------------------------------------
 
-    def _multipart(
-        self, payload: Mapping[str, Any], files: Sequence[Any], names: Sequence[str]
-    ) -> Callable[[], tuple[Any, dict[str, str], Callable[[], None]]]:
-        """A factory for a fresh streaming multipart body (re-opened for every attempt)."""
-        from requests_toolbelt import MultipartEncoder
-
-        from airflow_provider_docsign.hooks._io import SizedReader, open_source
-
-        payload_text = json.dumps(payload)
-        starts: dict[int, int] = {}
-        for index, source in enumerate(files):
-            if hasattr(source, "read") and hasattr(source, "tell"):
-                starts[index] = source.tell()
-
-        def factory() -> tuple[Any, dict[str, str], Callable[[], None]]:
-            opened: list[IO[bytes]] = []
-            parts: list[tuple[str, Any]] = [("payload", payload_text)]
-            try:
-                for index, source in enumerate(files):
-                    stream, owned = open_source(source)
-                    if owned:
-                        opened.append(stream)
-                    else:
-                        stream.seek(starts[index])
-                    parts.append(("files", (names[index], SizedReader(stream), "application/pdf")))
-                encoder = MultipartEncoder(fields=parts)
-            except BaseException:
-                for stream in opened:
-                    stream.close()
-                raise
-
-            def close() -> None:
-                for stream in opened:
-                    stream.close()
-
-            return encoder, {"Content-Type": encoder.content_type}, close
-
-        return factory
-
     # -- envelopes --------------------------------------------------------------------------------
 
     def create_envelope(
@@ -547,7 +508,7 @@ class DocsignHook(BaseHook):
         )
         call = ep.create_envelope()
         response = self._send(
-            call, body=self._multipart(payload, sources, [p.name for p in pdfs]), external_id=external_id
+            call, body=multipart_body(payload, sources, [p.name for p in pdfs]), external_id=external_id
         )
         body = self._json(response, call, external_id)
         if not isinstance(body, Mapping) or not body.get("id"):
@@ -715,7 +676,7 @@ class DocsignHook(BaseHook):
         pdfs = check_files_only(sources, "add_envelope_items request")
         call = ep.create_items()
         response = self._send(
-            call, body=self._multipart({"envelopeId": envelope_id}, sources, [p.name for p in pdfs])
+            call, body=multipart_body({"envelopeId": envelope_id}, sources, [p.name for p in pdfs])
         )
         body = self._json(response, call)
         items = [EnvelopeItem.from_json(i) for i in (body or {}).get("data") or []]
@@ -790,74 +751,7 @@ class DocsignHook(BaseHook):
         response = self._send(
             call, stream=True, headers={"Accept": "application/pdf", "Accept-Encoding": "identity"}
         )
-        opened = False
-        try:
-            content_type = response.headers.get("content-type", "")
-            media = content_type.split(";", 1)[0].strip().lower()
-            if media != "application/pdf":
-                # Never write, and never JSON-parse, a body that is not declared a PDF.
-                raise DocsignDownloadError(
-                    f"{call.method} {call.path}: expected application/pdf but the service sent "
-                    f"{content_type or 'no Content-Type'}; nothing was written",
-                    path=call.path,
-                    content_type=content_type,
-                )
-            length_header = response.headers.get("content-length")
-            encoded = response.headers.get("content-encoding", "identity").lower() not in ("", "identity")
-            expected = (
-                int(length_header) if length_header and length_header.isdigit() and not encoded else None
-            )
-            chunks = response.iter_content(CHUNK_SIZE)
-            head = b""
-            for chunk in chunks:
-                head += chunk
-                if len(head) >= 5:
-                    break
-            if not head.startswith(b"%PDF-"):
-                raise DocsignDownloadError(
-                    f"{call.method} {call.path}: the body is not a PDF (it does not start with %PDF-); "
-                    "nothing was written",
-                    path=call.path,
-                    content_type=content_type,
-                )
-            filename = filename_from_disposition(response.headers.get("content-disposition")) or fallback_name
-            writer = HashingWriter(sink.open(filename))
-            opened = True
-            writer.write(head)
-            for chunk in chunks:
-                writer.write(chunk)
-            if expected is not None and writer.size != expected:
-                raise DocsignDownloadError(
-                    f"{call.method} {call.path}: truncated download ({writer.size} of {expected} bytes); "
-                    "nothing was kept",
-                    path=call.path,
-                    content_type=content_type,
-                )
-            uri = sink.commit()
-            opened = False
-            return DownloadResult(
-                uri=uri,
-                sha256=writer.sha256.hexdigest(),
-                size=writer.size,
-                content_type=content_type,
-                filename=filename,
-                raw={
-                    "etag": response.headers.get("etag"),
-                    "x-request-id": response.headers.get("x-request-id"),
-                    "content-length": length_header,
-                },
-            )
-        except (requests.exceptions.RequestException, urllib3.exceptions.HTTPError, ConnectionError) as exc:
-            # (a local OSError, such as a full disk, is not caught here and propagates as is)
-            raise DocsignDownloadError(
-                f"{call.method} {call.path}: the connection broke during the download "
-                f"({type(exc).__name__}); nothing was kept",
-                path=call.path,
-            ) from None
-        finally:
-            if opened:
-                sink.abort()
-            response.close()
+        return stream_download(response, call, sink, fallback_name=fallback_name)
 
     def download_envelope_item(
         self, envelope_item_id: str, destination: Any, *, version: str = "signed", overwrite: bool = True
