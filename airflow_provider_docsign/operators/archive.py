@@ -62,6 +62,7 @@ __all__ = [
 
 _CHUNK = 1024 * 1024
 _PDF_MAGIC = b"%PDF-"
+_MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 _REPORT_NAMES = {"audit_log": "audit-log.pdf", "certificate": "certificate.pdf"}
 
 
@@ -497,7 +498,7 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
         try:
             for kind, name, item in plan:
                 staged.append(self._stage(store, envelope, kind, name, item))
-            records = self._compare(store, staged)
+            records = self._compare(store, staged, manifest_name, envelope.id)
             self._commit(store, staged, records)
             manifest = build_manifest(
                 envelope={
@@ -600,9 +601,36 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
             return False
         return store.sha256(entry.final) == entry.record.sha256
 
-    def _compare(self, store: _Store, staged: list[_Staged]) -> list[ArchivedFile]:
+    def _manifest_conflict(self, store: _Store, manifest_name: str | None, envelope_id: str) -> str | None:
+        """The manifest's URI if a manifest of *another* envelope (or a foreign file) is in the way."""
+        if manifest_name is None or self.overwrite:
+            return None
+        target = store.path(manifest_name)
+        if not store.exists(target):
+            return None
+        uri = store.uri_of(manifest_name)
+        if store.size(target) > _MAX_MANIFEST_BYTES:
+            return uri
+        try:
+            with target.open("rb") as fh:
+                existing = json.loads(fh.read())
+        except ValueError:
+            return uri
+        if isinstance(existing, dict) and existing.get("envelope_id") == envelope_id:
+            return None  # our own manifest from an earlier run: rewritten
+        return uri
+
+    def _compare(
+        self, store: _Store, staged: list[_Staged], manifest_name: str | None, envelope_id: str
+    ) -> list[ArchivedFile]:
         records: list[ArchivedFile] = []
         conflicts: list[str] = []
+        manifest_conflict = self._manifest_conflict(store, manifest_name, envelope_id)
+        if manifest_conflict:
+            conflicts.append(
+                f"{manifest_conflict} (the manifest of another envelope; use a manifest_name with "
+                "{envelope_key} when envelopes share a directory)"
+            )
         for entry in staged:
             same = self._existing_matches(store, entry)
             record = entry.record

@@ -374,3 +374,27 @@ def _check_memory_archive(manifest: dict[str, Any], root: str, sandbox: SandboxS
     assert stored == manifest
     listing = sorted(p.name for p in ObjectStoragePath(f"{root}/MEM-1").iterdir())
     assert listing == ["01-Service agreement.pdf", "02-Annex A.pdf", "manifest.json"]
+
+
+def test_a_manifest_of_another_envelope_is_never_replaced(
+    make_envelope: Callable[..., str], tmp_path: Path
+) -> None:
+    first = make_envelope("COMPLETED", n=1, external_id="SHARED-A")
+    second = make_envelope("COMPLETED", n=1, external_id="SHARED-B")
+    dest = tmp_path / "archive"
+    flat = "{envelope_key}-{order:02d}-{title}.pdf"
+    _archive(envelope_id=first, destination=str(dest), filename_template=flat)
+    manifest_path = dest / "manifest.json"
+    before = manifest_path.read_bytes()
+
+    with pytest.raises(DocsignArchiveConflictError, match="manifest of another envelope"):
+        _archive(envelope_id=second, destination=str(dest), filename_template=flat)
+    assert manifest_path.read_bytes() == before
+    assert [p.name for p in _files_under(dest)] == ["SHARED-A-01-Service agreement.pdf", "manifest.json"]
+
+    manifest = _archive(
+        envelope_id=second, destination=str(dest), filename_template=flat, manifest_name="{envelope_key}.json"
+    )
+    assert manifest["manifest_uri"] == f"file://{dest}/SHARED-B.json"
+    assert json.loads((dest / "SHARED-B.json").read_text()) == manifest
+    assert manifest_path.read_bytes() == before
