@@ -25,7 +25,7 @@ from _common import (
     MB,
     make_pdfs,
     run_client,
-    run_with_rusage,
+    run_measured,
     sandbox,
     temp_dir,
     write_result,
@@ -38,7 +38,25 @@ LABELS = {
     "naive": "naive requests files=",
     "sdk": "documenso-sdk envelopes.create",
 }
-SETS = [("3 x 1 MB", [1, 1, 1], 3), ("3 x 40 MB", [40, 40, 40], 2)]
+DOWNLOAD_LABELS = {
+    "curl": "curl -o (baseline)",
+    "hook": "DocsignHook.download_envelope_item",
+    "naive": "naive requests .content",
+    "sdk": "documenso-sdk envelopes.items.download",
+}
+SETS: list[tuple[str, list[float]]] = [("3 x 1 MB", [1, 1, 1]), ("3 x 40 MB", [40, 40, 40])]
+COLUMNS = [
+    "files",
+    "client",
+    "ok runs",
+    "median wall s",
+    "MB/s",
+    "x curl",
+    "peak RSS growth MB",
+    "import + set-up s",
+    "note",
+]
+REPS = 2  # per Python client (each repetition is a fresh process); curl runs REPS + 1 times
 
 
 def curl_upload(base_url: str, files: list[Path], title: str) -> dict[str, Any]:
@@ -58,10 +76,10 @@ def curl_upload(base_url: str, files: list[Path], title: str) -> dict[str, Any]:
     for path in files:
         cmd += ["-F", f"files=@{path};type=application/pdf"]
     cmd += ["-w", "\n%{http_code}", base_url + "/envelope/create"]
-    res = run_with_rusage(cmd, timeout=320)
+    res = run_measured(cmd, timeout=320)
     body, _, code = res["stdout"].rpartition("\n")
     ok = res["rc"] == 0 and code == "200"
-    out = {"ok": ok, "wall_s": res["wall_s"], "process_maxrss_mb": res["maxrss_mb"], "peak_growth_mb": None}
+    out: dict[str, Any] = {"ok": ok, "wall_s": res["wall_s"], "process_maxrss_mb": res["maxrss_mb"]}
     if ok:
         out["envelope_id"] = json.loads(body)["id"]
     else:
@@ -69,17 +87,63 @@ def curl_upload(base_url: str, files: list[Path], title: str) -> dict[str, Any]:
     return out
 
 
-def run_once(client: str, base_url: str, files: list[Path], title: str) -> dict[str, Any]:
-    if client == "curl":
-        return curl_upload(base_url, files, title)
-    spec = {
-        "client": client,
-        "op": "upload",
-        "base_url": base_url,
-        "title": title,
-        "files": [str(f) for f in files],
-    }
-    return run_client(spec)
+def summarize(
+    label: str, total_mb: float, results: dict[str, list[dict[str, Any]]], what: str, sizes: list[float]
+) -> tuple[list[list[Any]], list[dict[str, Any]]]:
+    """Table rows (median wall time, max RSS growth over the repetitions) and target checks."""
+    rows: list[list[Any]] = []
+    targets: list[dict[str, Any]] = []
+    ok_curl = [r["wall_s"] for r in results["curl"] if r.get("ok")]
+    curl_wall = statistics.median(ok_curl) if ok_curl else None
+    for client in CLIENTS:
+        runs = results[client]
+        good = [r for r in runs if r.get("ok")]
+        if not good:
+            err = next((r.get("error") for r in runs if r.get("error")), "failed")
+            rows.append(
+                [
+                    label,
+                    LABELS[client] if what == "upload" else DOWNLOAD_LABELS[client],
+                    "FAILED",
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    err,
+                ]
+            )
+            continue
+        wall = statistics.median(r["wall_s"] for r in good)
+        key = "process_maxrss_mb" if client == "curl" else "peak_growth_mb"
+        growth = max(r[key] for r in good)
+        ratio = (curl_wall / wall) if curl_wall else None
+        note = "" if len(good) == len(runs) else f"{len(runs) - len(good)} of {len(runs)} runs failed"
+        name = LABELS[client] if what == "upload" else DOWNLOAD_LABELS[client]
+        starts = [r["startup_s"] for r in good if r.get("startup_s") is not None]
+        startup = statistics.median(starts) if starts else None
+        rows.append(
+            [label, name, f"{len(good)}/{len(runs)}", wall, total_mb / wall, ratio, growth, startup, note]
+        )
+        if client == "hook" and min(sizes) >= 40:
+            targets.append(
+                {
+                    "what": f"hook {what} peak RSS growth, {total_mb:.0f} MB",
+                    "target": "< 32 MB",
+                    "measured": f"{growth:.1f} MB",
+                    "met": growth < 32,
+                }
+            )
+            if ratio is not None:
+                targets.append(
+                    {
+                        "what": f"hook {what} throughput vs curl, {total_mb:.0f} MB",
+                        "target": ">= 0.8x",
+                        "measured": f"{ratio:.2f}x",
+                        "met": ratio >= 0.8,
+                    }
+                )
+    return rows, targets
 
 
 def main() -> None:
@@ -87,83 +151,58 @@ def main() -> None:
     targets: list[dict[str, Any]] = []
     raw: dict[str, Any] = {}
     notes = [
-        "Each client runs in a fresh process; RSS growth = peak RSS during the call minus RSS after imports "
-        "and one warm-up request (Linux VmHWM reset through /proc/self/clear_refs).",
-        "curl's column shows its whole-process peak RSS, since it has no Python baseline.",
+        "Each Python client runs in a fresh process per repetition; after its imports, one authenticated "
+        "call and one small upload of the same kind (warm-up), it resets its peak RSS before each job. "
+        "RSS growth = peak RSS during the call minus RSS at the reset (Linux VmHWM, /proc/self/clear_refs).",
+        "curl's RSS column is its whole-process peak RSS (polled VmHWM), since it has no Python baseline.",
+        "import + set-up s: the Python client's imports, first authenticated call and warm-up, in its own "
+        "process (not part of the wall time column).",
         "Throughput ratio = curl's median wall time / the client's median wall time (same files and server).",
     ]
     with temp_dir("docsign-bench-upload-") as tmp, sandbox(max_file_mb=50) as sb:
-        for label, sizes, reps in SETS:
-            files = make_pdfs(tmp, sizes, prefix=label.replace(" ", "").replace("x", "_"))
-            total_mb = sum(f.stat().st_size for f in files) / MB
-            results: dict[str, list[dict[str, Any]]] = {c: [] for c in CLIENTS}
-            for rep in range(reps):  # interleave clients so drift hits all of them alike
-                for client in CLIENTS:
-                    title = f"bench upload {label} {client} {rep} {time.time_ns()}"
-                    results[client].append(run_once(client, sb.base_url, files, title))
-            raw[label] = results
-            ok_curl = [r["wall_s"] for r in results["curl"] if r.get("ok")]
-            curl_wall = statistics.median(ok_curl) if ok_curl else None
+        tiny = make_pdfs(tmp, [0.01], prefix="warmup")
+        sets = [
+            (label, sizes, make_pdfs(tmp, sizes, prefix=f"set{i}")) for i, (label, sizes) in enumerate(SETS)
+        ]
+        results = {label: {c: [] for c in CLIENTS} for label, _, _ in sets}
+        for rep in range(REPS + 1):  # interleave clients so drift hits all of them alike
             for client in CLIENTS:
-                runs = results[client]
-                good = [r for r in runs if r.get("ok")]
-                if not good:
-                    err = next((r.get("error") for r in runs if r.get("error")), "failed")
-                    rows.append([label, LABELS[client], "FAILED", None, None, None, None, err])
+                if rep == REPS and client != "curl":
                     continue
-                wall = statistics.median(r["wall_s"] for r in good)
-                growth = (
-                    max(r["peak_growth_mb"] for r in good)
-                    if client != "curl"
-                    else max(r["process_maxrss_mb"] for r in good)
-                )
-                ratio = (curl_wall / wall) if curl_wall else None
-                note = "" if len(good) == len(runs) else f"{len(runs) - len(good)} of {len(runs)} runs failed"
-                rows.append(
-                    [
-                        label,
-                        LABELS[client],
-                        f"{len(good)}/{len(runs)}",
-                        wall,
-                        total_mb / wall,
-                        ratio,
-                        growth,
-                        note,
-                    ]
-                )
-                if client == "hook" and sizes[0] >= 40:
-                    targets.append(
+                if client == "curl":
+                    for label, _, files in sets:
+                        results[label]["curl"].append(curl_upload(sb.base_url, files, f"curl {label} {rep}"))
+                    continue
+                spec = {
+                    "client": client,
+                    "op": "upload",
+                    "base_url": sb.base_url,
+                    "warmup": {"title": "warm-up", "files": [str(tiny[0])]},
+                    "jobs": [
                         {
-                            "what": "hook upload peak RSS growth, 120 MB",
-                            "target": "< 32 MB",
-                            "measured": f"{growth:.1f} MB",
-                            "met": growth < 32,
+                            "title": f"{client} {label} {rep} {time.time_ns()}",
+                            "files": [str(f) for f in files],
                         }
-                    )
-                    if ratio is not None:
-                        targets.append(
-                            {
-                                "what": "hook upload throughput vs curl, 120 MB",
-                                "target": ">= 0.8x",
-                                "measured": f"{ratio:.2f}x",
-                                "met": ratio >= 0.8,
-                            }
-                        )
-            for f in files:
-                f.unlink()
+                        for label, _, files in sets
+                    ],
+                }
+                report = run_client(spec)
+                for i, (label, _, _) in enumerate(sets):
+                    job = report["jobs"][i] if i < len(report.get("jobs", [])) else {}
+                    if not job:
+                        job = {"ok": False, "error": report.get("error", "no result")}
+                    job["startup_s"] = report.get("startup_s")
+                    results[label][client].append(job)
+        for label, sizes, files in sets:
+            total_mb = sum(f.stat().st_size for f in files) / MB
+            set_rows, set_targets = summarize(label, total_mb, results[label], "upload", sizes)
+            rows += set_rows
+            targets += set_targets
+        raw = results
     write_result(
         "upload",
         title="Upload: create_envelope with 3 PDFs (sandbox on 127.0.0.1)",
-        columns=[
-            "files",
-            "client",
-            "ok runs",
-            "median wall s",
-            "MB/s",
-            "x curl",
-            "peak RSS growth MB",
-            "note",
-        ],
+        columns=COLUMNS,
         rows=rows,
         targets=targets,
         notes=notes,
