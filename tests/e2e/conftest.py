@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from e2e_helpers import sandbox_conn_json
 
+from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS
 from airflow_provider_docsign.sandbox import SandboxServer
 
 
@@ -30,6 +31,10 @@ def example_env(
     """``docsign_default`` pointing at the auto-signing sandbox, fast polls, and tmp destinations."""
     monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_DEFAULT", sandbox_conn_json(autosign_sandbox))
     monkeypatch.setenv("DOCSIGN_EXAMPLE_POKE_INTERVAL", "1")
+    if not AIRFLOW_V_3_0_PLUS:
+        # Airflow 2.11's unit-test config picks the LocalExecutor, which 2.11 refuses with SQLite;
+        # dag.test() consults the executor for sensor dependencies, so use the SQLite-safe one.
+        monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "SequentialExecutor")
     autosign_sandbox.clear_faults()
     archive_dir, work_dir = tmp_path / "archive", tmp_path / "work"
     archive_dir.mkdir()
@@ -41,8 +46,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     The ``dag.test()`` runs are the end-to-end proof on 2.11; the live stack is Airflow 3 only.
     """
-    from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS
-
     if AIRFLOW_V_3_0_PLUS:
         return
     deselected = [item for item in items if item.get_closest_marker("livestack")]
