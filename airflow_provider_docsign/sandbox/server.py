@@ -11,6 +11,7 @@ import selectors
 import subprocess
 import sys
 import time
+import weakref
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -18,6 +19,17 @@ from typing import Any
 import requests
 
 DEFAULT_API_KEY = "api_sandboxdevkey000"
+
+
+def _terminate(proc: subprocess.Popen[bytes]) -> None:
+    """Stop ``proc`` by its handle: terminate, then kill after 10 s."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
 
 
 class SandboxError(RuntimeError):
@@ -67,6 +79,7 @@ class SandboxServer:
         self._base_url: str | None = None
         self._session: requests.Session | None = None
         self._log: Any = None
+        self._finalizer: Any = None
 
     def __repr__(self) -> str:
         state = f"pid={self._proc.pid}" if self._proc else "stopped"
@@ -100,6 +113,8 @@ class SandboxServer:
         self._proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=self._log, env=env, stdin=subprocess.DEVNULL
         )
+        # Safety net: the process is stopped at interpreter exit even if stop() is never called.
+        self._finalizer = weakref.finalize(self, _terminate, self._proc)
         try:
             self._base_url = self._read_url()
             self._wait_healthy()
@@ -149,13 +164,8 @@ class SandboxServer:
             self._session.close()
             self._session = None
         if proc is not None:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=10)
+            self._finalizer.detach()
+            _terminate(proc)
             if proc.stdout is not None:
                 proc.stdout.close()
         if self._log is not None:
