@@ -249,9 +249,7 @@ class _Store:
                 os.replace(temp, final)
                 _fsync_dir(final.parent)
             else:
-                if final.exists():
-                    final.unlink()
-                temp.rename(final)
+                temp.rename(final)  # a server-side copy that replaces the old object whole
         except BaseException:
             self.remove(temp)
             raise

@@ -398,3 +398,42 @@ def test_a_manifest_of_another_envelope_is_never_replaced(
     assert manifest["manifest_uri"] == f"file://{dest}/SHARED-B.json"
     assert json.loads((dest / "SHARED-B.json").read_text()) == manifest
     assert manifest_path.read_bytes() == before
+
+
+def test_the_api_key_never_reaches_logs_manifest_or_errors(
+    api_key: str,
+    hook: DocsignHook,
+    make_envelope: Callable[..., str],
+    sandbox: SandboxServer,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    envelope_id = make_envelope("COMPLETED", n=2, external_id="SECRET-1")
+    dest = tmp_path / "archive"
+    manifest = _archive(envelope_id=envelope_id, destination=str(dest), include_audit_log=True)
+    second = hook.get_envelope(envelope_id).items[1]
+    sandbox.inject_fault(
+        method="GET", path=f"/envelope/item/{second.id}/download", action="status", status=500
+    )
+    with pytest.raises(DocsignArchiveError) as info:
+        _archive(envelope_id=envelope_id, destination=str(tmp_path / "other"))
+
+    captured = capfd.readouterr()
+    texts = [
+        caplog.text,
+        captured.out,
+        captured.err,
+        json.dumps(manifest),
+        str(info.value),
+        repr(info.value),
+        str(info.value.__cause__),
+    ]
+    texts += [p.read_text() for p in dest.rglob("*.json")]
+    assert all(api_key not in text for text in texts)
+    # the logs were really captured (the task logger prints through structlog on Airflow 3)
+    assert "Archiving 2 file(s)" in caplog.text + captured.out
+    assert "Docsign GET" in caplog.text  # and the hook's DEBUG lines
