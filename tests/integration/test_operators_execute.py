@@ -362,3 +362,62 @@ def test_delete_item_retry_after_it_is_gone_succeeds(
     assert op.execute(ctx(try_number=2))["envelope_item_id"] == drop
     with pytest.raises(AirflowFailException, match="not an item"):
         op.execute(ctx(try_number=1))
+
+
+def test_create_from_object_storage_path_and_file_uri(
+    sandbox: SandboxServer, hook: DocsignHook, make_pdf: Callable[..., Path]
+) -> None:
+    """ObjectStoragePath objects and ``file://`` URIs are uploaded byte for byte, in order."""
+    import hashlib
+
+    from airflow_provider_docsign._compat import ObjectStoragePath
+
+    first_pdf = make_pdf("stored.pdf", pages=2)
+    second_pdf = make_pdf("uri.pdf")
+    result = DocsignCreateEnvelopeOperator(
+        task_id="c",
+        title="From object storage",
+        files=[ObjectStoragePath(f"file://{first_pdf}"), f"file://{second_pdf}"],
+        recipients=[signer(fields=[signature(0, 2)])],
+        external_id=f"uri-{uuid.uuid4().hex}",
+    ).execute(ctx())
+    first, second = result["item_ids"]
+
+    def sha(data: bytes) -> str:
+        return hashlib.sha256(data).hexdigest()
+
+    assert sha(sandbox.item_bytes(first, version="original")) == sha(first_pdf.read_bytes())
+    assert sha(sandbox.item_bytes(second, version="original")) == sha(second_pdf.read_bytes())
+    assert [i.title for i in hook.get_envelope(result["envelope_id"]).items] == ["stored.pdf", "uri.pdf"]
+
+
+def test_parsing_a_dag_of_every_operator_sends_nothing_to_the_service(
+    sandbox: SandboxServer, docsign_conn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a working connection configured, parsing still makes no connection look-up and no request."""
+    import importlib.util
+
+    # The DAG file and the look-up spy of the parse-time unit test, loaded by path.
+    spec = importlib.util.spec_from_file_location(
+        "_docsign_operators_parse", Path(__file__).parents[1] / "unit" / "test_operators_parse.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    parse_tests = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(parse_tests)
+
+    lookups = parse_tests._spy_connection_lookups(monkeypatch)
+    (tmp_path / "every_operator.py").write_text(parse_tests.DAG_FILE)
+    sandbox.clear_requests()
+    try:
+        from airflow.dag_processing.dagbag import DagBag  # Airflow 3
+
+        bag = DagBag(dag_folder=str(tmp_path))
+    except ImportError:  # Airflow 2.11
+        from airflow.models.dagbag import DagBag  # type: ignore[no-redef]
+
+        bag = DagBag(dag_folder=str(tmp_path), include_examples=False)
+    assert bag.import_errors == {}
+    assert len(bag.dags["docsign_every_operator"].tasks) == 10
+    assert lookups == []
+    assert sandbox.requests() == []
