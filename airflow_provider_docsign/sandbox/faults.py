@@ -214,7 +214,7 @@ class SandboxMiddleware:
         rel = path[len(API_PREFIX) :] or "/"
         method: str = scope["method"]
         extra = {"access-control-allow-origin": "*"}
-        over = False
+        over, reset = False, 0
         if is_api:
             remaining, reset, over = self.traffic.count_request()
             extra.update(
@@ -250,7 +250,6 @@ class SandboxMiddleware:
         fault = None if over else self.traffic.take(method, rel)
         try:
             if over:
-                _, reset, _ = self.traffic.count_request()
                 await _drain(receive)
                 retry = max(1, int(reset - time.time()))
                 await self._reply(send_with_headers, 429, RATE_LIMIT_BODY, {"retry-after": str(retry)})
