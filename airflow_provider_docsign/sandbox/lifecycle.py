@@ -343,23 +343,27 @@ def seal(state: SandboxState, envelope_id: str) -> None:
                     fld["id"],
                 )
                 return
-        certificate = _certificate_lines(env, recipients, completed_at)
-        try:
-            for item in items:
-                data_id = cuid()
-                name = f"{data_id}.pdf"
-                pdfops.write_signed(
-                    store.file_path(item["_original"]),
-                    store.file_path(name),
-                    marks_for(state, item["id"]),
-                    certificate,
-                )
-                produced[item["id"]] = (data_id, name)
-        except Exception:
-            for _, name in produced.values():
-                with contextlib.suppress(OSError):
-                    os.unlink(store.file_path(name))
-            raise
+    # Completed: marks plus a certificate page. Rejected: the real service also seals, with a rejection
+    # mark; the sandbox stamps "REJECTED" on page 1 (never archived: only COMPLETED is).
+    certificate = _certificate_lines(env, recipients, completed_at) if outcome == "COMPLETED" else None
+    stamp = None if outcome == "COMPLETED" else f"REJECTED {completed_at}"
+    try:
+        for item in items:
+            data_id = cuid()
+            name = f"{data_id}.pdf"
+            pdfops.write_signed(
+                store.file_path(item["_original"]),
+                store.file_path(name),
+                marks_for(state, item["id"]),
+                certificate,
+                stamp=stamp,
+            )
+            produced[item["id"]] = (data_id, name)
+    except Exception:
+        for _, name in produced.values():
+            with contextlib.suppress(OSError):
+                os.unlink(store.file_path(name))
+        raise
     with store.tx():
         current_env = store.edit("envelope", envelope_id)
         if current_env is None or _seal_outcome(state, envelope_id) != outcome:

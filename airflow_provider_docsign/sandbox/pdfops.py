@@ -144,10 +144,20 @@ def write_signed(
     target: str | os.PathLike[str],
     marks: Iterable[Mark],
     certificate: Sequence[tuple[float, str]] | None,
+    *,
+    stamp: str | None = None,
 ) -> None:
-    """Write ``source`` with ``marks`` drawn (and a certificate page appended) to ``target``."""
+    """Write ``source`` with ``marks`` drawn (a ``stamp`` on page 1, a certificate page) to ``target``."""
     writer = PdfWriter(clone_from=PdfReader(os.fspath(source)))
     draw_marks(writer, marks)
+    if stamp is not None and len(writer.pages):
+        first = writer.pages[0]
+        box = first.mediabox
+        ops = (
+            f"q 0.80 0.05 0.05 rg BT {FONT} 16 Tf {float(box.left) + 20:.2f} {float(box.top) - 28:.2f} Td "
+            f"({_esc(stamp)}) Tj ET Q"
+        )
+        first.merge_page(_overlay(float(box.right), float(box.top), ops))
     if certificate is not None:
         last = writer.pages[-1].mediabox if len(writer.pages) else None
         size = (float(last.width), float(last.height)) if last is not None else A4

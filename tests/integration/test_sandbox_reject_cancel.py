@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from pypdf import PdfReader
 from test_sandbox_helpers import create_id, envelope, get, post
 
 from airflow_provider_docsign.sandbox import SandboxServer
@@ -80,6 +82,13 @@ def test_reject_through_the_control_api(sandbox: SandboxServer, make_pdf: Callab
     cert = get(sandbox, f"/envelope/{env['id']}/certificate/download")
     assert cert.status_code == 200
     assert cert.content.startswith(b"%PDF-")
+    # Sealed with a rejection mark: same page count, "REJECTED" on page 1, not the upload any more.
+    signed = get(sandbox, f"/envelope/item/{item}/download").content
+    original = get(sandbox, f"/envelope/item/{item}/download", params={"version": "original"}).content
+    reader = PdfReader(io.BytesIO(signed))
+    assert len(reader.pages) == len(PdfReader(io.BytesIO(original)).pages)
+    assert "REJECTED" in reader.pages[0].extract_text()
+    assert "REJECTED" not in PdfReader(io.BytesIO(original)).pages[0].extract_text()
 
 
 def test_reject_needs_a_pending_envelope(sandbox: SandboxServer, make_pdf: Callable[..., Path]) -> None:
