@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 import re
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import unquote
@@ -65,6 +67,14 @@ def to_path_like(value: Any) -> Any:
     return value
 
 
+def _is_text(fileobj: Any) -> bool:
+    """Whether a file object is opened in text mode (it would corrupt or refuse PDF bytes)."""
+    if isinstance(fileobj, io.TextIOBase):
+        return True
+    mode = getattr(fileobj, "mode", "b")
+    return isinstance(mode, str) and "b" not in mode
+
+
 def open_source(source: Any) -> tuple[IO[bytes], bool]:
     """Open an upload source as a binary stream: ``(stream, caller_must_close)``.
 
@@ -84,7 +94,7 @@ def open_source(source: Any) -> tuple[IO[bytes], bool]:
     if isinstance(source, str | os.PathLike):
         return open(source, "rb"), True
     if hasattr(source, "read") and hasattr(source, "seek") and hasattr(source, "tell"):
-        if isinstance(getattr(source, "mode", "b"), str) and "b" not in getattr(source, "mode", "b"):
+        if _is_text(source):
             raise TypeError("file objects must be opened in binary mode ('rb')")
         return source, False
     if hasattr(source, "read"):
@@ -231,7 +241,14 @@ class ObjectStoreSink(Sink):
 
     def open(self, filename: str) -> IO[bytes]:
         """Open the local spool file."""
-        self._final = self.target / filename if self.is_dir else self.target
+        if self.is_dir:
+            # universal_pathlib (Airflow 2.11) warns from os.fspath inside "/" for remote paths; the
+            # result is right, and the alternatives lose the connection id on one version or another.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", PendingDeprecationWarning)
+                self._final = self.target / filename
+        else:
+            self._final = self.target
         if not self.overwrite and self._final.exists():
             raise DocsignValidationError(
                 [f"destination {self._final} already exists (overwrite=False)"], "download"
@@ -328,8 +345,7 @@ def make_sink(destination: Any, *, overwrite: bool = True) -> Sink:
                 )
         return LocalSink(path, is_dir=is_dir, overwrite=overwrite)
     if hasattr(destination, "write"):
-        mode = getattr(destination, "mode", "b")
-        if isinstance(mode, str) and "b" not in mode:
+        if _is_text(destination):
             raise DocsignValidationError(
                 ["destination file object must be opened in binary mode ('wb')"], "download"
             )

@@ -239,10 +239,6 @@ class DocsignHook(BaseHook):
         """The web app URL, for links to envelopes."""
         return self.settings.web_url
 
-    def envelope_url(self, envelope_id: str) -> str:
-        """A link to an envelope in the web app."""
-        return f"{self.web_url}/documents/{envelope_id}"
-
     @cached_property
     def session(self) -> requests.Session:
         """The pooled, authenticated :class:`requests.Session` (created on first use)."""
