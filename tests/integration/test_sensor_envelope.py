@@ -130,6 +130,9 @@ def _run(name: str, sensor_kwargs: dict[str, Any], tmp_path: Path, monkeypatch: 
         "kwargs": {"path": str(dags), "refresh_interval": 0},
     }
     monkeypatch.setenv("AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST", json.dumps([bundle]))
+    if not AIRFLOW_V_3_0_PLUS:
+        # Airflow 2.11's unit-test config picks the LocalExecutor, which 2.11 refuses with SQLite.
+        monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "SequentialExecutor")
     dag = runpy.run_path(str(dag_file))["dag"]
     return dag.test()
 
