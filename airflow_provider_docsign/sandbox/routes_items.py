@@ -299,6 +299,10 @@ async def download_item(request: Request, envelope_item_id: str) -> Response:
     marks = lifecycle.marks_for(state, item["id"])
     tmp = await run_in_threadpool(_render_pending, state, item, marks)
     etag = await run_in_threadpool(_sha256_file, tmp)
+    if request.headers.get("if-none-match") == etag:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return Response(status_code=304, headers={"etag": etag, "cache-control": "no-store, private"})
     return file_response(
         tmp, f"{stem}_pending.pdf", etag, {"cache-control": "no-store, private"}, remove_after=True
     )

@@ -178,6 +178,13 @@ def test_pending_version_draws_inserted_fields(sandbox: SandboxServer, make_pdf:
     assert _dark_fraction(resp.content, 0, (10.0, 10.0, 30.0, 10.0)) > 0.2
     assert _dark_fraction(resp.content, 0, (10.0, 40.0, 30.0, 10.0)) == 0.0
     assert envelope(sandbox, env_id)["status"] == "PENDING"
+    again = get(
+        sandbox,
+        f"/envelope/item/{item}/download",
+        params={"version": "pending"},
+        headers={**auth(sandbox), "If-None-Match": resp.headers["etag"]},
+    )
+    assert (again.status_code, again.content) == (304, b"")
 
 
 def test_distribute_needs_a_signature_field_per_signer(
