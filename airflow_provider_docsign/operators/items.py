@@ -36,8 +36,11 @@ class DocsignAddEnvelopeItemsOperator(DocsignBaseOperator):
     The created item ids are kept, and the envelope is read again: the task fails unless every new
     item is there, after the items that existed before, in the order the files were given.
 
-    Adding items is not idempotent (the service has no idempotency key): an add whose answer was lost
-    is reported, never repeated blindly. Returns the new item ids, in the order the files were given.
+    Adding items is not idempotent (the service has no idempotency key), so it is never repeated
+    blindly: on a retry of the task, or after an add whose answer was lost, the envelope is read and,
+    if its last items are exactly these files (the service titles a new item with its file name, in
+    order), they are adopted instead of added again. Returns the new item ids, in the order the files
+    were given.
 
     :param envelope_id: The DRAFT envelope. Templated.
     :param files: The PDFs to add, in order: local paths, ``ObjectStoragePath`` objects or URIs
@@ -64,29 +67,52 @@ class DocsignAddEnvelopeItemsOperator(DocsignBaseOperator):
                 DocsignValidationError([str(err)], context=f"task {self.task_id!r} arguments")
             ) from err
         self.push_envelope_link(context, envelope_id)
+        names = [file_label(f) for f in files]
+        try_number = int(getattr(context["ti"], "try_number", 1) or 1)
         try:
             before = self.hook.get_envelope(envelope_id)
             self.push_envelope_link(context, envelope_id, before)
-            self.log.info(
-                "Adding %d file(s) to envelope %s: %s",
-                len(files),
-                envelope_id,
-                ", ".join(file_label(f) for f in files),
-            )
+            adopted = self._added_earlier(before, names) if try_number > 1 else None
+            if adopted is not None:
+                self.log.info("Try %s: the files were added by a previous try as %s", try_number, adopted)
+                return adopted
+            self.log.info("Adding %d file(s) to envelope %s: %s", len(files), envelope_id, ", ".join(names))
             created = self.hook.add_envelope_items(envelope_id, files)
         except PERMANENT_ERRORS as err:
             raise fail_now(err) from err
         except DocsignAmbiguousWriteError:
-            self.log.error(
-                "The add's outcome is unknown: check envelope %s's items before running this task again",
-                envelope_id,
-            )
-            raise
+            again = self.hook.get_envelope(envelope_id)
+            adopted = self._added_earlier(again, names, before=before)
+            if adopted is None:
+                self.log.error(
+                    "The add's outcome is unknown and the files are not on envelope %s", envelope_id
+                )
+                raise
+            self.log.warning("The add's answer was lost, but the files are on the envelope as %s", adopted)
+            return adopted
         new_ids = [item.id for item in created]
         self.log.info("Created item(s) %s", new_ids)
         after = self.hook.get_envelope(envelope_id)
         self._verify(before, after, new_ids, len(files))
         return new_ids
+
+    @staticmethod
+    def _added_earlier(
+        envelope: Envelope, names: list[str], before: Envelope | None = None
+    ) -> list[str] | None:
+        """Ids of the envelope's last items if they are exactly these files (by title, in order).
+
+        The service titles a new item with its file name, so after a failed try (or a lost answer)
+        the files show up as the last items. With ``before``, they must also be new since then.
+        """
+        if len(envelope.items) < len(names):
+            return None
+        tail = list(envelope.items[len(envelope.items) - len(names) :])
+        if [i.title for i in tail] != names:
+            return None
+        if before is not None and any(i.id in before.item_ids for i in tail):
+            return None
+        return [i.id for i in tail]
 
     def _verify(self, before: Envelope, after: Envelope, new_ids: list[str], count: int) -> None:
         problems: list[str] = []

@@ -421,3 +421,27 @@ def test_parsing_a_dag_of_every_operator_sends_nothing_to_the_service(
     assert len(bag.dags["docsign_every_operator"].tasks) == 10
     assert lookups == []
     assert sandbox.requests() == []
+
+
+def test_add_items_retry_and_lost_answer_adopt_instead_of_duplicating(
+    sandbox: SandboxServer, hook: DocsignHook, make_pdf: Callable[..., Path]
+) -> None:
+    envelope_id = hook.create_envelope(title="Add twice", files=[make_pdf("base.pdf")], recipients=[signer()])
+    annex = make_pdf("annex.pdf")
+    op = DocsignAddEnvelopeItemsOperator(task_id="a", envelope_id=envelope_id, files=[str(annex)])
+    added = op.execute(ctx())
+    # A retry of the task finds the file already added by the first try: nothing is uploaded again.
+    sandbox.clear_requests()
+    assert op.execute(ctx(try_number=2)) == added
+    assert paths(sandbox, "POST", "/envelope/item/create-many") == []
+    # The upload commits but the answer is lost: the same try finds the new item instead of failing.
+    prices = make_pdf("prices.pdf")
+    sandbox.inject_fault(
+        method="POST", path="/envelope/item/create-many", action="drop_after_commit", count=1
+    )
+    lost = DocsignAddEnvelopeItemsOperator(task_id="b", envelope_id=envelope_id, files=[str(prices)]).execute(
+        ctx()
+    )
+    envelope = hook.get_envelope(envelope_id)
+    assert [i.title for i in envelope.items] == ["base.pdf", "annex.pdf", "prices.pdf"]
+    assert envelope.item_ids[1:] == [*added, *lost]
