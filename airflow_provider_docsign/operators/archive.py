@@ -544,7 +544,6 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
         what = f"item {item.id} ({item.title!r})" if kind == "item" else f"the {kind.replace('_', ' ')}"
         downloaded_at = _now()
         fh = store.open_new(temp)
-        staged = _Staged(record=None, temp=temp, final=final)  # type: ignore[arg-type]
         try:
             with fh:
                 writer = _HashingWriter(fh)
@@ -575,7 +574,7 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
             raise DocsignArchiveError(
                 f"downloading {what} of envelope {envelope.id}: {problem}; nothing written"
             )
-        staged.record = ArchivedFile(
+        record = ArchivedFile(
             kind=kind,
             name=name,
             uri=store.uri_of(name),
@@ -589,7 +588,7 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
             order=item.order if kind == "item" else None,
             version=self.version if kind == "item" else None,
         )
-        return staged
+        return _Staged(record=record, temp=temp, final=final)
 
     def _existing_matches(self, store: _Store, entry: _Staged) -> bool | None:
         """None: nothing there; True: same bytes; False: different bytes."""
