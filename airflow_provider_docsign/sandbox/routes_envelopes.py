@@ -178,6 +178,11 @@ async def find_envelopes(request: Request) -> Response:
         rows = [e for e in rows if e["status"] == q["status"]]
     if "source" in q:
         rows = [e for e in rows if e["source"] == q["source"]]
+    if "templateId" in q:
+        rows = [e for e in rows if e.get("templateId") == q["templateId"]]
+    if "hasExpiredRecipients" in q:
+        want = q["hasExpiredRecipients"] == "true"
+        rows = [e for e in rows if _has_expired_recipient(state, e) == want]
     # Real service: without folderId only root-level envelopes (folderId IS NULL) are returned.
     folder = q.get("folderId")
     rows = [e for e in rows if e["folderId"] == folder]
@@ -189,6 +194,14 @@ async def find_envelopes(request: Request) -> Response:
     result = views.paginate(rows, page, per_page)
     result["data"] = [views.envelope_many(state.store, e) for e in result["data"]]
     return ok(result)
+
+
+def _has_expired_recipient(state: SandboxState, env: Obj) -> bool:
+    now = iso()
+    return any(
+        r["role"] != "CC" and r["signingStatus"] == "NOT_SIGNED" and r["expiresAt"] and r["expiresAt"] < now
+        for r in state.store.recipients_of(env["id"])
+    )
 
 
 def _ilike(query: str) -> re.Pattern[str]:

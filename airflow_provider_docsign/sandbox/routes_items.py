@@ -298,13 +298,13 @@ async def download_item(request: Request, envelope_item_id: str) -> Response:
         )
     marks = lifecycle.marks_for(state, item["id"])
     tmp = await run_in_threadpool(_render_pending, state, item, marks)
-    etag = await run_in_threadpool(_sha256_file, tmp)
-    if request.headers.get("if-none-match") == etag:
+    pending_etag: str = await run_in_threadpool(_sha256_file, tmp)
+    if request.headers.get("if-none-match") == pending_etag:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        return Response(status_code=304, headers={"etag": etag, "cache-control": "no-store, private"})
+        return Response(status_code=304, headers={"etag": pending_etag, "cache-control": "no-store, private"})
     return file_response(
-        tmp, f"{stem}_pending.pdf", etag, {"cache-control": "no-store, private"}, remove_after=True
+        tmp, f"{stem}_pending.pdf", pending_etag, {"cache-control": "no-store, private"}, remove_after=True
     )
 
 

@@ -74,6 +74,12 @@ def test_find_pagination_and_filters(sandbox: SandboxServer, make_pdf: Callable[
     assert [e["id"] for e in asc["data"]] == ids
     assert get(sandbox, "/envelope", params={"query": tag, "status": "PENDING"}).json()["count"] == 0
     assert get(sandbox, "/envelope", params={"query": tag, "status": "DRAFT"}).json()["count"] == 5
+    assert (
+        get(sandbox, "/envelope", params={"query": tag, "hasExpiredRecipients": "false"}).json()["count"] == 5
+    )
+    assert (
+        get(sandbox, "/envelope", params={"query": tag, "hasExpiredRecipients": "true"}).json()["count"] == 0
+    )
     too_many = get(sandbox, "/envelope", params={"perPage": 101})
     assert too_many.status_code == 400
     assert too_many.json()["issues"][0]["path"] == ["perPage"]
