@@ -36,9 +36,11 @@ Connection (type ``docsign``)
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
+import ssl
 import tempfile
 import time
 import weakref
@@ -163,6 +165,28 @@ def _nothing_sent(exc: BaseException) -> bool:
 
 def _camel(changes: Mapping[str, Any]) -> dict[str, Any]:
     return {_CAMEL.get(k, k): v for k, v in changes.items()}
+
+
+@functools.lru_cache(maxsize=8)
+def _shared_ssl_context(verify: bool | str) -> ssl.SSLContext | bool:
+    """One TLS context per ``verify`` setting for the whole process, shared by every async client.
+
+    Building a context loads the CA bundle (about 50 ms of CPU); a triggerer running 1,000
+    DocsignEnvelopeTriggers, each with its own hook, would otherwise block its event loop for about a
+    minute (measured in ``bench/bench_waiting.py``). An ``SSLContext`` is safe to share between clients.
+    """
+    if verify is False:
+        return False
+    import httpx
+
+    create = getattr(httpx, "create_ssl_context", None)  # public from httpx 0.28
+    if create is not None:
+        return create(verify=verify)  # type: ignore[no-any-return]
+    import certifi
+
+    if isinstance(verify, str) and os.path.isdir(verify):
+        return ssl.create_default_context(capath=verify)
+    return ssl.create_default_context(cafile=verify if isinstance(verify, str) else certifi.where())
 
 
 class DocsignHook(BaseHook):
@@ -1138,17 +1162,18 @@ class DocsignHook(BaseHook):
             return self._async_client
         settings = self.settings
         connect, read = settings.timeout
+        verify = _shared_ssl_context(settings.verify)
         mounts: dict[str, httpx.AsyncBaseTransport | None] | None = None
         if settings.proxies:
             mounts = {
-                f"{scheme}://": httpx.AsyncHTTPTransport(proxy=url, verify=settings.verify)
+                f"{scheme}://": httpx.AsyncHTTPTransport(proxy=url, verify=verify)
                 for scheme, url in settings.proxies.items()
             }
         self._async_client = httpx.AsyncClient(
             headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
             timeout=httpx.Timeout(connect=connect, read=read, write=read, pool=max(60.0, read * 4)),
             limits=httpx.Limits(max_connections=16, max_keepalive_connections=8),
-            verify=settings.verify,
+            verify=verify,
             mounts=mounts,
             trust_env=not settings.proxies,
             follow_redirects=True,
