@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import AirflowFailException
@@ -21,6 +21,7 @@ from airflow_provider_docsign.operators._base import (
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
+    from airflow_provider_docsign.models import Envelope
 
 __all__ = [
     "DocsignAddFieldsOperator",
@@ -128,6 +129,49 @@ def field_shape_problems(fields: Any) -> list[str]:
     return problems
 
 
+def _matching_fields(
+    envelope: Envelope, fields: Sequence[Mapping[str, Any]], exclude: Envelope | None = None
+) -> list[int] | None:
+    """Ids of stored fields equal to every requested one (recipient, item, type, page, box), or None.
+
+    Used on retry and after a lost answer, so fields a failed try created are not created twice.
+    Placeholder fields cannot be matched (their box comes from the PDF text), so they give None.
+
+    :param envelope: The envelope as read now.
+    :param fields: The requested fields, in the service's JSON shape.
+    :param exclude: An earlier read of the envelope whose fields do not count (they existed before).
+    """
+    old = {f.id for f in exclude.fields} if exclude is not None else set()
+    candidates = [f for f in envelope.fields if f.id not in old]
+    first = envelope.items[0].id if envelope.items else None
+    ids: list[int] = []
+    for wanted in fields:
+        if "placeholder" in wanted:
+            return None
+        item_id = wanted.get("envelopeItemId") or first
+        box = [_number(wanted.get(k)) for k in _COORDINATES]
+        match = next(
+            (
+                f
+                for f in candidates
+                if f.id not in ids
+                and f.recipient_id == wanted.get("recipientId")
+                and f.envelope_item_id == item_id
+                and (f.type or "") == wanted.get("type")
+                and f.page == wanted.get("page")
+                and all(
+                    a is not None and b is not None and abs(a - b) < 1e-6
+                    for a, b in zip((f.position_x, f.position_y, f.width, f.height), box, strict=True)
+                )
+            ),
+            None,
+        )
+        if match is None:
+            return None
+        ids.append(match.id)
+    return ids
+
+
 class DocsignAddRecipientsOperator(DocsignBaseOperator):
     """Add recipients to an envelope.
 
@@ -209,7 +253,8 @@ class DocsignAddFieldsOperator(DocsignBaseOperator):
     ``positionX + width`` and ``positionY + height`` at most 100), then against the envelope: the
     recipient and item must belong to it and the page must exist in that item's PDF (the real service
     accepts a field on a missing page, and the envelope can then never complete). Nothing is created
-    unless every field passes.
+    unless every field passes. On a retry of the task (or after a lost answer), fields equal to the
+    requested ones that a failed try already created are adopted instead of created twice.
 
     Returns the new field ids, in the order the fields were given.
 
@@ -245,14 +290,26 @@ class DocsignAddFieldsOperator(DocsignBaseOperator):
         problems = field_problems(fields, envelope=envelope, page_counts=counts)
         if problems:
             raise fail_now(DocsignValidationError(problems, context=f"fields for envelope {envelope_id}"))
+        try_number = int(getattr(context["ti"], "try_number", 1) or 1)
+        if try_number > 1:
+            found = _matching_fields(envelope, fields)
+            if found is not None:
+                self.log.info("Try %s: the fields were created by a previous try: %s", try_number, found)
+                return found
         try:
             # The hook checks the fields against the envelope once more; the counts save re-downloads.
             created = self.hook.create_fields(envelope_id, fields, page_counts=counts)
         except PERMANENT_ERRORS as err:
             raise fail_now(err) from err
         except DocsignAmbiguousWriteError:
-            self.log.error("The field creation's outcome is unknown: check envelope %s's fields", envelope_id)
-            raise
+            found = _matching_fields(self.hook.get_envelope(envelope_id), fields, exclude=envelope)
+            if found is None:
+                self.log.error(
+                    "The field creation's outcome is unknown: check envelope %s's fields", envelope_id
+                )
+                raise
+            self.log.warning("The answer was lost, but the fields exist: %s", found)
+            return found
         ids = [f.id for f in created]
         self.log.info("Created field(s) %s on envelope %s", ids, envelope_id)
         return ids

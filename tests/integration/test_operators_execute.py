@@ -323,6 +323,17 @@ def test_add_items_then_fields_checked_against_page_counts(
     assert stored[new_id].page == 3
     assert stored[new_id].envelope_item_id == added[0]
 
+    # A retry of the task adopts the field the first try created instead of creating it twice.
+    sandbox.clear_requests()
+    retry = DocsignAddFieldsOperator(
+        task_id="f",
+        envelope_id=envelope_id,
+        fields=[{**box, "recipientId": rid, "envelopeItemId": added[0], "page": 3}],
+    )
+    assert retry.execute(ctx(try_number=2)) == ids
+    assert paths(sandbox, "POST", "/envelope/field/create-many") == []
+    assert len(hook.get_envelope(envelope_id).fields) == len(stored)
+
 
 def test_add_recipients_skips_ones_added_by_a_failed_try(
     sandbox: SandboxServer, hook: DocsignHook, make_pdf: Callable[..., Path]
