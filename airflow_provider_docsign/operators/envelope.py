@@ -240,7 +240,9 @@ class DocsignCreateEnvelopeOperator(DocsignBaseOperator):
                 )
 
     def _existing_envelope_id(self) -> str | None:
-        assert self.external_id
+        """The id of the one envelope with this ``external_id`` in the folder, as ``if_exists`` allows."""
+        if not self.external_id:
+            return None
         matches = self.hook.find_envelopes_by_external_id(self.external_id, folder_id=self.folder_id)
         if not matches:
             self.log.info("No envelope with externalId %r found", self.external_id)
@@ -327,6 +329,8 @@ class DocsignDistributeEnvelopeOperator(DocsignBaseOperator):
 
         if envelope.status == EnvelopeStatus.PENDING:
             self.log.info("Envelope %s is already PENDING: nothing to send (no-op)", envelope_id)
+            if self.meta:
+                self.log.warning("meta was not applied: envelope %s had already been sent", envelope_id)
             return self._result(envelope, None)
         if envelope.status != EnvelopeStatus.DRAFT:
             raise AirflowFailException(
