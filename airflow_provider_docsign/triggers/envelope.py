@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -117,6 +118,7 @@ class DocsignEnvelopeTrigger(BaseTrigger):
         count = len(self.envelope_ids)
         polls = 0
         last_states: list[dict[str, Any]] = []
+        last_message = ""
         try:
             while True:
                 polls += 1
@@ -147,7 +149,10 @@ class DocsignEnvelopeTrigger(BaseTrigger):
                     if verdict.done:
                         self.log.info("Poll %d: %s", polls, verdict.message.splitlines()[0])
                         return TriggerEvent(verdict.to_event())  # type: ignore[no-untyped-call]
-                    self.log.info("Poll %d: %s", polls, verdict.message)
+                    # Waits last days: log at INFO only when the picture changes, to keep task logs short.
+                    level = logging.INFO if verdict.message != last_message else logging.DEBUG
+                    self.log.log(level, "Poll %d: %s", polls, verdict.message)
+                    last_message = verdict.message
 
                 now = time.time()
                 if self.deadline is not None and now >= self.deadline:
