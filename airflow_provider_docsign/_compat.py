@@ -17,6 +17,7 @@ AIRFLOW_V_3_0_PLUS: bool = Version(Version(AIRFLOW_VERSION).base_version) >= Ver
 if TYPE_CHECKING or AIRFLOW_V_3_0_PLUS:
     from airflow.sdk import (
         Asset,
+        AssetAlias,
         BaseHook,
         BaseOperator,
         BaseOperatorLink,
@@ -37,6 +38,7 @@ if TYPE_CHECKING or AIRFLOW_V_3_0_PLUS:
 else:  # Airflow 2.11
     from airflow.configuration import conf  # type: ignore[no-redef]
     from airflow.datasets import Dataset as Asset  # type: ignore[no-redef,assignment]
+    from airflow.datasets import DatasetAlias as AssetAlias  # type: ignore[no-redef,assignment]
     from airflow.exceptions import (  # type: ignore[no-redef,assignment]
         AirflowFailException,
         AirflowSensorTimeout,
@@ -63,6 +65,7 @@ __all__ = [
     "AirflowSensorTimeout",
     "AirflowSkipException",
     "Asset",
+    "AssetAlias",
     "BaseHook",
     "BaseOperator",
     "BaseOperatorLink",
