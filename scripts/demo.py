@@ -14,8 +14,11 @@ number of times. Exit status 0 only when the DAG run succeeded.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -80,34 +83,38 @@ def find_manifest(run_id: str | None, started: float) -> tuple[Path, dict[str, A
     return path, manifest
 
 
-def latest_run(env: dict[str, str]) -> dict[str, Any] | None:
-    """The newest run of the DAG, as ``airflow dags list-runs`` reports it."""
-    out = subprocess.run(
-        [*AIRFLOW, "dags", "list-runs", DAG_ID, "-o", "json"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    ).stdout
-    start = out.find("[")
-    runs: list[dict[str, Any]] = json.loads(out[start:]) if start >= 0 else []
-    if not runs:
-        return None
-    return max(runs, key=lambda r: str(r.get("start_date") or r.get("run_after") or ""))
+def latest_run() -> dict[str, Any] | None:
+    """The newest run of the DAG, read from the demo's SQLite metadata database."""
+    with contextlib.closing(sqlite3.connect(AIRFLOW_HOME / "airflow.db")) as db:
+        row = db.execute(
+            "SELECT run_id, state FROM dag_run WHERE dag_id = ? ORDER BY id DESC LIMIT 1", (DAG_ID,)
+        ).fetchone()
+    return {"run_id": row[0], "state": row[1]} if row else None
 
 
-def print_manifest(path: Path, manifest: dict[str, Any]) -> None:
-    """Print the archived files and their checksums."""
-    print(f"archive folder : {path.parent}")
-    print(f"manifest       : {path}")
-    entries = list(manifest.get("files") or manifest.get("items") or [])
+def print_manifest(path: Path, manifest: dict[str, Any], signed_sha256: dict[str, str]) -> bool:
+    """Print the archived files and their checksums; return whether each matches the service's bytes.
+
+    :param signed_sha256: ``{item_id: sha256}`` of the signed PDFs as the sandbox serves them.
+    """
+    print(f"[demo] archive   : {path.parent}")
+    print(f"[demo] manifest  : {path}")
+    ok = True
+    entries = list(manifest.get("files") or [])
     for extra in ("audit_log", "certificate"):
         if isinstance(manifest.get(extra), dict):
             entries.append(manifest[extra])
     for entry in entries:
-        name = Path(str(entry.get("uri") or entry.get("path") or "")).name
-        print(f"  {entry.get('sha256')}  {int(entry.get('size') or 0):>8} B  {name}")
+        local = Path(str(entry.get("uri") or "").removeprefix("file://"))
+        on_disk = hashlib.sha256(local.read_bytes()).hexdigest() if local.is_file() else None
+        verdict = "file ok" if on_disk == entry.get("sha256") else "FILE MISMATCH"
+        if "item_id" in entry:
+            same = signed_sha256.get(entry["item_id"]) == entry.get("sha256")
+            verdict += ", = signed bytes" if same else ", != SIGNED BYTES"
+            ok = ok and same
+        ok = ok and on_disk == entry.get("sha256")
+        print(f"  {entry.get('sha256')}  {int(entry.get('size') or 0):>7} B  {local.name}  ({verdict})")
+    return ok
 
 
 def main() -> int:
@@ -135,21 +142,26 @@ def main() -> int:
                 timeout=RUN_TIMEOUT,
                 check=False,
             )
-        run = latest_run(env)
+        run = latest_run()
+        run_id = str(run["run_id"]) if run else None
+        found = find_manifest(run_id, started)
+        # What the service serves as the signed PDFs, to check the archive against.
+        signed = {
+            entry["item_id"]: hashlib.sha256(sandbox.item_bytes(entry["item_id"], "signed")).hexdigest()
+            for entry in (found[1].get("files") or [] if found else [])
+        }
     # The sandbox is stopped here (also when anything above raised).
-    state = str(run.get("state")) if run else "unknown"
-    run_id = str(run.get("run_id")) if run else None
+    state = str(run["state"]) if run else "unknown"
     print(f"[demo] run id    : {run_id}")
     print(f"[demo] run state : {state}")
-    found = find_manifest(run_id, started)
-    if found:
-        print_manifest(*found)
-    else:
+    verified = print_manifest(*found, signed) if found else False
+    if not found:
         print(f"[demo] no manifest from this run under {ARCHIVE_DIR}")
-    if state != "success" or proc.returncode != 0:
+    if state != "success" or proc.returncode != 0 or not verified:
         tail = LOG_FILE.read_text(errors="replace").splitlines()[-40:]
         print("[demo] the run did not succeed; the end of its log:\n" + "\n".join(tail))
         return 1
+    print("[demo] success: every archived PDF matches the signed bytes the service serves")
     return 0
 
 
