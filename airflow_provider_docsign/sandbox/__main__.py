@@ -65,8 +65,14 @@ def main(argv: list[str] | None = None) -> int:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))
     port = sock.getsockname()[1]
+    # No "server: uvicorn" header: the real service does not send one.
     config = uvicorn.Config(
-        app, log_level=args.log_level, access_log=False, lifespan="on", timeout_graceful_shutdown=2
+        app,
+        log_level=args.log_level,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=2,
+        server_header=False,
     )
     server = uvicorn.Server(config)
     host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
