@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from airflow_provider_docsign._compat import AirflowFailException, Asset, ObjectStoragePath
+from airflow_provider_docsign._compat import AirflowFailException, Asset, AssetAlias, ObjectStoragePath
 from airflow_provider_docsign.archive import (
     DEFAULT_FILENAME_TEMPLATE,
     DEFAULT_MANIFEST_NAME,
@@ -315,9 +315,12 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
     complete, and ``manifest.json`` is written beside the files (atomically). The manifest dict is
     also returned as XCom.
 
-    With ``declare_asset`` on and a destination that is not templated, the destination URI is
+    Lineage: with ``declare_asset`` on and a destination that is not templated, the destination URI is
     declared as an Airflow Asset (a Dataset on Airflow 2.11) in ``outlets``, so downstream DAGs can be
-    scheduled on "contracts archived"; each asset event carries the envelope id and manifest URI.
+    scheduled on "contracts archived". For a templated destination, give ``asset_alias``: the alias is
+    declared instead and, at run time, an event for the rendered destination's Asset is emitted
+    through it (schedule downstream DAGs on the alias). Each event's ``extra`` carries the envelope
+    id, externalId, manifest URI and file count.
 
     :param envelope_id: The envelope to archive (templated).
     :param destination: A local directory, a URI (``file://``, ``s3://``, ``gs://``, ``memory://``,
@@ -345,6 +348,8 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
         may use ``{envelope_key}``, ``{envelope_id}`` and ``{version}``. Use a per-envelope name when
         several envelopes share one directory. ``None`` writes no manifest file (XCom only).
     :param declare_asset: Declare the destination as an outlet Asset (see above).
+    :param asset_alias: Name of an Asset alias (Dataset alias on 2.11) to declare as an outlet and to
+        emit the rendered destination's Asset through; use it with templated destinations.
     :param docsign_conn_id: The ``docsign`` connection (default ``docsign_default``).
     """
 
@@ -365,6 +370,7 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
         destination_conn_id: str | None = None,
         manifest_name: str | None = DEFAULT_MANIFEST_NAME,
         declare_asset: bool = True,
+        asset_alias: str | None = None,
         **kwargs: Any,
     ) -> None:
         if version not in VERSIONS:
@@ -374,8 +380,14 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
             validate_filename_template(manifest_name, allowed=MANIFEST_FIELDS)
             if manifest_name.lower().endswith(".pdf"):
                 raise ValueError(f"manifest_name {manifest_name!r} must not end in .pdf")
-        asset_uri = None
-        if declare_asset and "outlets" not in kwargs:
+        if asset_alias is not None and (not isinstance(asset_alias, str) or not asset_alias.strip()):
+            raise ValueError("asset_alias must be a non-empty string or None")
+        if declare_asset and asset_alias:
+            outlets = kwargs.get("outlets") or []
+            if not isinstance(outlets, list | tuple):
+                outlets = [outlets]
+            kwargs["outlets"] = [*outlets, AssetAlias(asset_alias)]
+        elif declare_asset and "outlets" not in kwargs:
             asset_uri = _static_destination_uri(destination)
             if asset_uri is not None:
                 kwargs["outlets"] = [Asset(asset_uri)]
@@ -391,6 +403,7 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
         self.destination_conn_id = destination_conn_id
         self.manifest_name = manifest_name
         self.declare_asset = declare_asset
+        self.asset_alias = asset_alias
 
     # -- checks -------------------------------------------------------------------------------
 
@@ -680,11 +693,13 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
             "files": len(manifest["files"]),
         }
         for outlet in self.outlets or ():
-            if getattr(outlet, "uri", None) == store.uri:
-                try:
+            try:
+                if isinstance(outlet, AssetAlias) and outlet.name == self.asset_alias:
+                    outlet_events[outlet].add(Asset(store.uri), extra=extra)
+                elif isinstance(outlet, Asset) and outlet.uri == store.uri:
                     outlet_events[outlet].extra.update(extra)
-                except Exception:  # lineage is best effort; the archive itself succeeded
-                    self.log.debug("Could not annotate the asset event for %s", store.uri, exc_info=True)
+            except Exception:  # lineage is best effort; the archive itself succeeded
+                self.log.warning("Could not record the asset event for %s", store.uri, exc_info=True)
 
 
 def _static_destination_uri(destination: Any) -> str | None:

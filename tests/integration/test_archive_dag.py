@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS, Asset
+from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS, Asset, AssetAlias
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.sandbox import SandboxServer
 
@@ -56,6 +56,12 @@ with DAG(
         task_id="archive",
         envelope_id="{{ dag_run.conf['envelope_id'] }}",
         destination=DESTINATION,
+    )
+    DocsignArchiveSignedDocumentsOperator(
+        task_id="archive_templated",
+        envelope_id="{{ dag_run.conf['envelope_id'] }}",
+        destination="{{ dag_run.conf['templated_destination'] }}",
+        asset_alias="docsign-contracts-archived",
     )
 """
 
@@ -115,7 +121,7 @@ def _asset_events(uri: str) -> list[dict[str, Any]]:
         return [dict(r.extra or {}) for r in rows]
 
 
-def test_archive_runs_in_dag_test_with_templated_envelope_id_and_emits_an_asset_event(
+def test_archive_runs_in_dag_test_and_emits_asset_events_directly_and_through_an_alias(
     airflow_db: str,
     docsign_conn: str,
     sandbox: SandboxServer,
@@ -142,7 +148,12 @@ def test_archive_runs_in_dag_test_with_templated_envelope_id_and_emits_an_asset_
         # Airflow 2.11's dag.test() does not write the DAG (and its outlet datasets) to the database
         # the way the dag processor does; without the dataset row no event can be recorded.
         dag.sync_to_db()
-    dag_run = dag.test(run_conf={"envelope_id": envelope_id})
+    templated = tmp_path / "templated"
+    alias_task = dag.get_task("archive_templated")
+    assert len(alias_task.outlets) == 1
+    assert isinstance(alias_task.outlets[0], AssetAlias)
+    assert alias_task.outlets[0].name == "docsign-contracts-archived"
+    dag_run = dag.test(run_conf={"envelope_id": envelope_id, "templated_destination": str(templated)})
 
     state = dag_run.state.value if hasattr(dag_run.state, "value") else dag_run.state
     assert state == "success"
@@ -156,3 +167,10 @@ def test_archive_runs_in_dag_test_with_templated_envelope_id_and_emits_an_asset_
     assert tis["archive"].xcom_pull(task_ids="archive") == manifest
     events = _asset_events(expected_uri)
     assert any(e.get("envelope_id") == envelope_id and e.get("files") == 2 for e in events), events
+    # the templated task emitted its rendered destination through the alias
+    assert (
+        tis["archive_templated"].xcom_pull(task_ids="archive_templated")["destination"]
+        == f"file://{templated}"
+    )
+    alias_events = _asset_events(f"file://{templated}")
+    assert any(e.get("envelope_id") == envelope_id for e in alias_events), alias_events

@@ -81,3 +81,18 @@ def test_bad_arguments_fail_at_parse_time(kwargs: dict[str, Any], message: str, 
 def test_the_hook_is_not_built_at_parse_time(tmp_path: Path) -> None:
     op = _op(destination=str(tmp_path))
     assert "hook" not in op.__dict__  # cached_property, created on first use inside execute
+
+
+def test_an_asset_alias_is_declared_for_templated_destinations() -> None:
+    from airflow_provider_docsign._compat import AssetAlias
+
+    op = _op(destination="{{ params.archive_dir }}", asset_alias="contracts-archived")
+    assert len(op.outlets) == 1
+    assert isinstance(op.outlets[0], AssetAlias)
+    assert op.outlets[0].name == "contracts-archived"
+    mine = Asset("s3://elsewhere/contracts")
+    both = _op(destination="{{ params.archive_dir }}", asset_alias="contracts-archived", outlets=[mine])
+    assert both.outlets[0] == mine
+    assert isinstance(both.outlets[1], AssetAlias)
+    with pytest.raises(ValueError, match="asset_alias"):
+        _op(destination="/tmp/x", asset_alias=" ")
