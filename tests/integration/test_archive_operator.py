@@ -437,3 +437,21 @@ def test_the_api_key_never_reaches_logs_manifest_or_errors(
     # the logs were really captured (the task logger prints through structlog on Airflow 3)
     assert "Archiving 2 file(s)" in caplog.text + captured.out
     assert "Docsign GET" in caplog.text  # and the hook's DEBUG lines
+
+
+def test_pending_version_while_pending_and_signed_without_require_completed(
+    make_envelope: Callable[..., str], sandbox: SandboxServer, tmp_path: Path
+) -> None:
+    envelope_id = make_envelope("PENDING", n=2, external_id="PENDING-1")
+
+    pending = _archive(envelope_id=envelope_id, destination=str(tmp_path / "p"), version="pending")
+    assert [e["version"] for e in pending["files"]] == ["pending", "pending"]
+    assert all(Path(e["uri"][len("file://") :]).read_bytes().startswith(b"%PDF-") for e in pending["files"])
+    assert pending["status"] == "PENDING"
+
+    # opting out of the COMPLETED check archives what the service serves as "signed" before completion
+    unsigned = _archive(envelope_id=envelope_id, destination=str(tmp_path / "s"), require_completed=False)
+    _assert_matches_sandbox(sandbox, unsigned, version="signed")
+    assert [e["sha256"] for e in unsigned["files"]] == [
+        _sha(sandbox.item_bytes(e["item_id"], "original")) for e in unsigned["files"]
+    ]
