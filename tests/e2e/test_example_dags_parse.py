@@ -67,6 +67,7 @@ def test_example_dags_import_without_errors_or_side_effects(
         event.remove(settings.engine, "before_cursor_execute", record)
 
     assert bag.import_errors == {}
+    assert getattr(bag, "captured_warnings", {}) == {}  # e.g. no "external_id missing with retries"
     assert set(bag.dag_ids) == EXAMPLE_DAG_IDS
     assert lookups == []
     assert connects == []
