@@ -101,7 +101,15 @@ with DAG(
     start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
     catchup=False,
 ) as dag:
-    wait = DocsignEnvelopeSensor(task_id="wait", on_failure_callback=_record_failure, **SPEC["sensor"])
+    sensor_kwargs = dict(SPEC["sensor"])
+    if "mapped" in SPEC:
+        # Like a mapped DocsignCreateEnvelopeOperator: one dict with envelope_id per map index.
+        @task(task_id="create")
+        def create(envelope_id):
+            return {"envelope_id": envelope_id, "item_ids": []}
+
+        sensor_kwargs["envelope_ids"] = create.expand(envelope_id=SPEC["mapped"])
+    wait = DocsignEnvelopeSensor(task_id="wait", on_failure_callback=_record_failure, **sensor_kwargs)
 
     @task(task_id="record")
     def record(value):
@@ -111,17 +119,26 @@ with DAG(
 """
 
 
-def _run(name: str, sensor_kwargs: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+def _run(
+    name: str,
+    sensor_kwargs: dict[str, Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    mapped: list[str] | None = None,
+) -> Any:
     """Run ``wait >> record`` with dag.test(); ``record`` writes the sensor's XCom to ``xcom.json``.
 
-    A failure callback on the sensor writes the exception's message to ``failure.txt``.
+    A failure callback on the sensor writes the exception's message to ``failure.txt``. With ``mapped``,
+    a mapped upstream task returns ``{"envelope_id": ...}`` per id and the sensor waits on its XCom.
     """
     dags = tmp_path / "dags"
     dags.mkdir()
     dag_id = f"docsign_sensor_{name}_{time.time_ns()}"
-    (dags / f"{dag_id}.json").write_text(
-        json.dumps({"dag_id": dag_id, "out": str(tmp_path), "sensor": sensor_kwargs})
-    )
+    spec: dict[str, Any] = {"dag_id": dag_id, "out": str(tmp_path), "sensor": sensor_kwargs}
+    if mapped is not None:
+        spec["mapped"] = mapped
+    (dags / f"{dag_id}.json").write_text(json.dumps(spec))
     dag_file = dags / f"{dag_id}.py"
     dag_file.write_text(_DAG_FILE)
     bundle = {
@@ -282,6 +299,59 @@ def test_reschedule_mode_succeeds(
     assert _state(dag_run.state) == "success"
     assert json.loads((tmp_path / "xcom.json").read_text()) == _expected_xcom(hook, [envelope_id])
     assert _reschedule_count(dag_run, "wait") >= 1  # the worker slot was given back between pokes
+
+
+def test_waits_on_the_xcom_of_a_mapped_create_task(
+    airflow_db: str,
+    sandbox: SandboxServer,
+    docsign_conn: str,
+    make_pdf: Callable[..., Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hook = DocsignHook()
+    envelope_ids = [_create(hook, [make_pdf(f"{i}.pdf")]) for i in range(3)]
+
+    with _AfterFirstPoll(sandbox, _complete_all(sandbox, envelope_ids)):
+        dag_run = _run(
+            "mapped",
+            {"deferrable": True, "poke_interval": 1, "timeout": 300},
+            tmp_path,
+            monkeypatch,
+            mapped=envelope_ids,
+        )
+
+    assert _state(dag_run.state) == "success"
+    # The XCom follows the map indexes, so results line up with the mapped create task.
+    assert json.loads((tmp_path / "xcom.json").read_text()) == _expected_xcom(hook, envelope_ids)
+
+
+def test_deferrable_timeout_fails_without_retry(
+    airflow_db: str,
+    sandbox: SandboxServer,
+    docsign_conn: str,
+    make_pdf: Callable[..., Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hook = DocsignHook()
+    envelope_id = _create(hook, [make_pdf()])  # nobody signs
+    sandbox.clear_requests()
+
+    dag_run = _run(
+        "timeout",
+        {"envelope_id": envelope_id, "deferrable": True, "poke_interval": 1, "timeout": 3, "retries": 2},
+        tmp_path,
+        monkeypatch,
+    )
+
+    assert _ti_states(dag_run) == {"wait": "failed", "record": "upstream_failed"}
+    error = (tmp_path / "failure.txt").read_text()
+    assert "timed out" in error
+    assert "COMPLETED" in error
+    ti = dag_run.get_task_instance("wait")
+    assert ti.try_number == 1  # a sensor timeout is final: no retry
+    assert hook.get_envelope(envelope_id).status == "PENDING"
 
 
 def _reschedule_count(dag_run: Any, task_id: str) -> int:
