@@ -93,7 +93,6 @@ from airflow_provider_docsign.payloads import (
     ItemPages,
     check_files_only,
     count_pdf_pages,
-    source_label,
     validate_create_payload,
     validate_fields_for_envelope,
     validate_recipients_for_envelope,
@@ -1273,6 +1272,3 @@ class DocsignHook(BaseHook):
         :param envelope_id: The envelope id.
         """
         return (await self.async_get_envelope(envelope_id)).status
-
-    def _describe_sources(self, files: Sequence[Any]) -> list[str]:
-        return [source_label(f, i) for i, f in enumerate(files)]

@@ -221,3 +221,21 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after(None) is None
     assert parse_retry_after("nonsense") is None
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date in the past
+
+
+@pytest.mark.parametrize(
+    ("uri", "expected"),
+    [
+        (f"docsign://:{KEY}@127.0.0.1:8000/api/v2?scheme=http", "http://127.0.0.1:8000/api/v2"),
+        (f"docsign://:{KEY}@http%3A%2F%2F127.0.0.1%3A8000%2Fapi%2Fv2", "http://127.0.0.1:8000/api/v2"),
+        (
+            f"docsign://:{KEY}@sign.example.com:8443/custom/api/v2",
+            "https://sign.example.com:8443/custom/api/v2",
+        ),
+    ],
+)
+def test_other_uri_forms(monkeypatch: pytest.MonkeyPatch, uri: str, expected: str) -> None:
+    monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_FORMS", uri)
+    hook = DocsignHook("docsign_forms")
+    assert hook.base_url == expected
+    assert hook.settings.api_key == KEY
