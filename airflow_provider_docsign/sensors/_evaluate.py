@@ -44,6 +44,7 @@ __all__ = [
     "evaluate",
     "normalize_envelope_ids",
     "normalize_statuses",
+    "read_error_message",
     "snapshot",
 ]
 
@@ -438,6 +439,27 @@ def classify_error(error: BaseException) -> ErrorKind:
         # Transport errors of the HTTP clients the hook uses (connection refused, reset, read timeout).
         return "transient"
     return "permanent"
+
+
+def read_error_message(error: BaseException, *, count: int, conn_id: str) -> str:
+    """The failure message for a read error that polling again cannot fix (same in every mode).
+
+    :param error: The exception the hook raised.
+    :param count: How many envelopes were being read.
+    :param conn_id: The Airflow connection id, so the reader knows which connection to fix.
+    """
+    kind = classify_error(error)
+    if kind == "auth":
+        return (
+            f"The signing service refused the API key of connection {conn_id!r}; check the connection's "
+            f"password (the team API key). {describe_error(error)}"
+        )
+    if kind == "not_found":
+        return (
+            f"Reading {count} envelope(s) answered 404; check that the base URL of connection {conn_id!r} "
+            f"ends in /api/v2. {describe_error(error)}"
+        )
+    return f"Reading {count} envelope(s) failed and polling again cannot help: {describe_error(error)}"
 
 
 def describe_error(error: BaseException) -> str:

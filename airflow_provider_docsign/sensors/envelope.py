@@ -26,6 +26,7 @@ from airflow_provider_docsign.sensors._evaluate import (
     evaluate,
     normalize_envelope_ids,
     normalize_statuses,
+    read_error_message,
     snapshot,
 )
 
@@ -123,20 +124,6 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
         except ValueError as error:
             raise AirflowFailException(f"{self.task_id}: {error}") from error
 
-    def _read_error(self, error: BaseException, count: int) -> Exception:
-        kind = classify_error(error)
-        if kind == "auth":
-            return AirflowFailException(
-                f"The signing service refused the API key of connection {self.docsign_conn_id!r}; check the "
-                f"connection's password (the team API key). {describe_error(error)}"
-            )
-        if kind == "not_found":
-            return AirflowFailException(
-                f"Reading {count} envelope(s) answered 404; check that the base URL of connection "
-                f"{self.docsign_conn_id!r} ends in /api/v2. {describe_error(error)}"
-            )
-        return AirflowFailException(f"Reading {count} envelope(s) failed: {describe_error(error)}")
-
     def _apply(self, verdict: Verdict) -> list[dict[str, Any]] | None:
         """Raise on failure, return the XCom value on success, ``None`` while waiting."""
         if verdict.outcome == "failure":
@@ -156,7 +143,8 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
             envelopes = self.hook.get_envelopes(ids)
         except Exception as error:
             if classify_error(error) != "transient":
-                raise self._read_error(error, len(ids)) from error
+                message = read_error_message(error, count=len(ids), conn_id=self.docsign_conn_id)
+                raise AirflowFailException(message) from error
             self.log.warning(
                 "Reading %d envelope(s) failed with a transient error; trying again at the next poke: %s",
                 len(ids),

@@ -16,6 +16,7 @@ from airflow_provider_docsign.sensors._evaluate import (
     evaluate,
     normalize_envelope_ids,
     normalize_statuses,
+    read_error_message,
     snapshot,
 )
 
@@ -130,12 +131,8 @@ class DocsignEnvelopeTrigger(BaseTrigger):
                         self.log.error(
                             "Docsign read failed permanently (%s): %s", kind, describe_error(error)
                         )
-                        return self._event(
-                            "error",
-                            f"reading {count} envelope(s) failed and polling again cannot help: "
-                            f"{describe_error(error)}",
-                            error_type=kind,
-                        )
+                        message = read_error_message(error, count=count, conn_id=self.docsign_conn_id)
+                        return self._event("error", message, error_type=kind)
                     self.log.warning(
                         "Poll %d of %d envelope(s) failed with a transient error, trying again later: %s",
                         polls,

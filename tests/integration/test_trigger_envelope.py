@@ -205,6 +205,8 @@ def test_refused_api_key_is_an_error_event_without_the_key(
     assert event["status"] == "error"
     assert event["error_type"] == "auth"
     assert "401" in event["message"]
+    # The same message poke mode raises, naming the connection to fix.
+    assert "refused the API key of connection 'docsign_default'" in event["message"]
     assert wrong_key not in json.dumps(event)
     assert sandbox.api_key not in json.dumps(event)
 
