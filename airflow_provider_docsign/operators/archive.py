@@ -19,6 +19,7 @@ Every temporary object is removed on failure. No HTTP here: all service calls go
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import errno
 import hashlib
@@ -26,7 +27,8 @@ import io
 import json
 import os
 import secrets
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -151,14 +153,16 @@ class _Store:
         return _uri_of(self.root)
 
     def path(self, name: str) -> Any:
-        return self.root.joinpath(*name.split("/"))
+        with _quiet_upath():
+            return self.root.joinpath(*name.split("/"))
 
     def uri_of(self, name: str) -> str:
         return _uri_of(self.path(name))
 
     def temp_for(self, name: str) -> Any:
         final = self.path(name)
-        return final.parent / f".{final.name}.{secrets.token_hex(6)}.partial"
+        with _quiet_upath():
+            return final.parent / f".{final.name}.{secrets.token_hex(6)}.partial"
 
     def ensure_parent(self, target: Any) -> None:
         if not self.local:
@@ -253,6 +257,17 @@ class _Store:
         except BaseException:
             self.remove(temp)
             raise
+
+
+@contextlib.contextmanager
+def _quiet_upath() -> Iterator[None]:
+    # Airflow 2.11's ObjectStoragePath (universal_pathlib 0.2) warns on every join of a remote path
+    # ("in a future version of UPath this will be set to None..."): upstream noise, not actionable.
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="in a future version of UPath", category=PendingDeprecationWarning
+        )
+        yield
 
 
 def _is_local(path: Any) -> bool:
