@@ -59,6 +59,7 @@ __all__ = [
     "DocsignArchiveConflictError",
     "DocsignArchiveError",
     "DocsignArchiveSignedDocumentsOperator",
+    "DocsignEnvelopeFailedError",
     "DocsignEnvelopeNotReadyError",
 ]
 
@@ -429,6 +430,9 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
         """
         status = envelope.status
         label = f"envelope {envelope.id} is {status}"
+        # Real service vs spec: the spec calls "signed" the final result, but Documenso v2.17 answers
+        # version=signed on an unfinished envelope with the uploaded PDF (HTTP 200, "_signed.pdf"
+        # name). Only the envelope status tells, so it is checked here before any download.
         if self.version == "signed":
             if status in (EnvelopeStatus.REJECTED, EnvelopeStatus.CANCELLED):
                 reasons = "; ".join(
@@ -457,6 +461,8 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
             raise DocsignEnvelopeNotReadyError(
                 f"{label}: version='pending' exists only while the envelope is PENDING; nothing was archived"
             )
+        # Real service: the certificate of an unfinished envelope is HTTP 500 DOCUMENT_NOT_COMPLETE, not
+        # a 4xx; checking first gives a clear message and keeps a server error out of the retry path.
         if self.include_certificate and status not in (EnvelopeStatus.COMPLETED, EnvelopeStatus.REJECTED):
             raise DocsignEnvelopeNotReadyError(
                 f"{label}: the service has a certificate only for COMPLETED or REJECTED envelopes "
