@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow import __version__ as AIRFLOW_VERSION  # noqa: N812
+from airflow import __version__ as AIRFLOW_VERSION
+
+# Triggers run in the triggerer on both major versions from the same module.
+from airflow.triggers.base import BaseTrigger, TriggerEvent
 from packaging.version import Version
 
 AIRFLOW_V_3_0_PLUS: bool = Version(Version(AIRFLOW_VERSION).base_version) >= Version("3.0.0")
@@ -50,13 +53,12 @@ else:  # Airflow 2.11
     from airflow.models.baseoperator import BaseOperator  # type: ignore[no-redef,assignment]
     from airflow.models.baseoperatorlink import BaseOperatorLink  # type: ignore[no-redef,assignment]
     from airflow.models.xcom import XCom  # type: ignore[no-redef,assignment]
-    from airflow.sensors.base import BaseSensorOperator  # type: ignore[no-redef,assignment]
-    from airflow.sensors.base import PokeReturnValue  # type: ignore[no-redef,assignment]
+    from airflow.sensors.base import (  # type: ignore[no-redef,assignment]
+        BaseSensorOperator,
+        PokeReturnValue,
+    )
     from airflow.utils.context import Context  # type: ignore[no-redef,assignment]
     from airflow.utils.log.secrets_masker import mask_secret  # type: ignore[no-redef,assignment]
-
-# Triggers run in the triggerer on both major versions from the same module.
-from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 __all__ = [
     "AIRFLOW_VERSION",

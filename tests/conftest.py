@@ -20,7 +20,8 @@ os.environ["AIRFLOW_HOME"] = _HOME
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
 os.environ.setdefault("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", f"sqlite:///{_HOME}/airflow.db")
-os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(Path(__file__).resolve().parents[1] / "dags_examples"))
+_DAGS = Path(__file__).resolve().parents[1] / "dags_examples"
+os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(_DAGS))
 os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "INFO")
 # Never let a test reach a real service: the sandbox is the only server tests talk to.
 os.environ.pop("AIRFLOW_CONN_DOCSIGN_DEFAULT", None)
