@@ -71,7 +71,7 @@ class DocsignEnvelopeTrigger(BaseTrigger):
         deadline: float | None = None,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
-        self.envelope_ids = normalize_envelope_ids(envelope_ids=list(envelope_ids))
+        self.envelope_ids = normalize_envelope_ids(envelope_ids=envelope_ids)
         self.docsign_conn_id = str(docsign_conn_id)
         self.target_status, self.failure_statuses = normalize_statuses(target_status, failure_statuses)
         self.poll_interval = max(float(poll_interval), MIN_POLL_INTERVAL)

@@ -179,3 +179,9 @@ def test_trigger_serialize_round_trips_through_json() -> None:
         "poll_interval": 5.0,
         "deadline": 1_900_000_000.5,
     }
+
+
+def test_trigger_takes_a_single_id_string_as_one_envelope() -> None:
+    assert DocsignEnvelopeTrigger("envelope_a").envelope_ids == ["envelope_a"]
+    with pytest.raises(ValueError, match="empty"):
+        DocsignEnvelopeTrigger([])
