@@ -39,16 +39,3 @@ def example_env(
     archive_dir, work_dir = tmp_path / "archive", tmp_path / "work"
     archive_dir.mkdir()
     return {"archive_dir": str(archive_dir), "work_dir": str(work_dir)}
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect the live-stack test on Airflow 2.11 (it has no api-server/dag-processor/Task SDK split).
-
-    The ``dag.test()`` runs are the end-to-end proof on 2.11; the live stack is Airflow 3 only.
-    """
-    if AIRFLOW_V_3_0_PLUS:
-        return
-    deselected = [item for item in items if item.get_closest_marker("livestack")]
-    if deselected:
-        config.hook.pytest_deselected(items=deselected)
-        items[:] = [item for item in items if not item.get_closest_marker("livestack")]

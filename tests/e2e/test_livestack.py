@@ -1,16 +1,20 @@
-"""The contract-signing pipeline on a real Airflow 3 stack: api-server, scheduler, dag-processor, triggerer.
+"""The contract-signing pipeline on a live Airflow stack, every component in its own process.
 
-Each component runs as its own process (own process group) with SQLite and the LocalExecutor
-(Airflow 3.3 accepts it with SQLite), all bound to 127.0.0.1. The DAG is unpaused and triggered
-through the REST API with a JWT from the simple auth manager; the sensor defers, so the trigger is
-serialized by the worker and run by the *separate* triggerer process, which the test checks in the
-triggerer's own log. Every process is stopped by its PID (process group) even when the test fails.
+Airflow 3: ``api-server``, ``scheduler``, ``dag-processor`` and ``triggerer``, with SQLite and the
+LocalExecutor (Airflow 3.3 accepts it with SQLite); the DAG is unpaused and triggered through the
+REST API (``/api/v2``) with a JWT from the simple auth manager.
+
+Airflow 2.11: the equivalents ``webserver`` (REST ``/api/v1``), ``scheduler`` and ``triggerer``. With
+SQLite, 2.11 refuses both the LocalExecutor and a standalone ``dag-processor``, so the scheduler runs
+the SequentialExecutor and parses the DAGs itself.
+
+Everything binds to 127.0.0.1 and runs in a throw-away AIRFLOW_HOME. The sensor defers, so the
+trigger is serialized by the worker and run by the *separate* triggerer process: the test finds the
+trigger's log written by that triggerer job ("….log.trigger.<job id>.log") with the trigger's polls
+in it. Every process is stopped by its PID (process group) even when the test fails.
 
 The sandbox signs 15 s after sending: a deferral that ends within a few seconds can hit a known
 Airflow 3.3 race (apache/airflow#71580), and a real signature never comes that fast anyway.
-
-Airflow 2.11 has no api-server, dag-processor split or Task SDK execution API: this module is for
-Airflow 3 only and is deselected from ``make test-airflow2`` with ``-m "not livestack"``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import os
 import secrets
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -33,6 +38,7 @@ import pytest
 import requests
 from e2e_helpers import DAGS_FOLDER, load_manifests, sandbox_conn_json, sha256_file
 
+from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS
 from airflow_provider_docsign.sandbox import SandboxServer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.livestack]
@@ -58,28 +64,63 @@ def _stack_env(home: Path, port: int, sandbox: SandboxServer) -> dict[str, str]:
             "AIRFLOW_HOME": str(home),
             "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
             "AIRFLOW__CORE__PARALLELISM": "4",
             "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
-            "AIRFLOW__API__BASE_URL": base,
-            "AIRFLOW__API__HOST": "127.0.0.1",
-            "AIRFLOW__API__PORT": str(port),
-            "AIRFLOW__API__WORKERS": "1",
-            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base}/execution/",
-            # Shared by every component, so tokens minted by one are accepted by the others.
-            "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
-            "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(32),
-            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
-            "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
             "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
+            "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
             "AIRFLOW_CONN_DOCSIGN_DEFAULT": sandbox_conn_json(sandbox),
             "DOCSIGN_EXAMPLE_POKE_INTERVAL": "3",
+            # Executors start `airflow tasks run …`: the venv's airflow must come first on PATH.
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         }
     )
+    if AIRFLOW_V_3_0_PLUS:
+        env.update(
+            {
+                "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+                "AIRFLOW__API__BASE_URL": base,
+                "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base}/execution/",
+                # Shared by every component, so tokens minted by one are accepted by the others.
+                "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
+                "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(32),
+                "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+            }
+        )
+    else:
+        env.update(
+            {
+                "AIRFLOW__CORE__EXECUTOR": "SequentialExecutor",
+                "AIRFLOW__SCHEDULER__DAG_DIR_LIST_INTERVAL": "5",
+                "AIRFLOW__API__AUTH_BACKENDS": "airflow.api.auth.backend.default",
+                "AIRFLOW__WEBSERVER__SECRET_KEY": secrets.token_urlsafe(32),
+                "AIRFLOW__WEBSERVER__BASE_URL": base,
+            }
+        )
     return env
+
+
+def _components(port: int) -> dict[str, list[str]]:
+    web = ["api-server", "-H", "127.0.0.1", "-p", str(port), "-w", "1"]
+    if not AIRFLOW_V_3_0_PLUS:
+        web = ["webserver", "-H", "127.0.0.1", "-p", str(port), "-w", "1"]
+    # No log-serving sidecars (they bind every interface): the components share the local log folder.
+    components = {
+        web[0]: web,
+        "scheduler": ["scheduler", "--skip-serve-logs"],
+        "triggerer": ["triggerer", "--skip-serve-logs"],
+    }
+    if AIRFLOW_V_3_0_PLUS:
+        components["dag-processor"] = ["dag-processor"]
+    return components
+
+
+def _triggerer_job_ids(home: Path) -> list[int]:
+    """Ids of the triggerer jobs recorded in the stack's metadata database."""
+    with contextlib.closing(sqlite3.connect(home / "airflow.db")) as db:
+        return [row[0] for row in db.execute("SELECT id FROM job WHERE job_type = 'TriggererJob'")]
 
 
 class _Stack:
@@ -154,60 +195,65 @@ def test_contract_signing_on_a_live_airflow_stack(
     port = _free_port()
     env = _stack_env(home, port, slow_signing_sandbox)
     subprocess.run([*AIRFLOW, "db", "migrate"], env=env, check=True, capture_output=True, timeout=600)
+    if not AIRFLOW_V_3_0_PLUS:
+        # 2.x's "all admins": anonymous requests get the Admin role (loopback, throw-away home only).
+        (home / "webserver_config.py").write_text('AUTH_ROLE_PUBLIC = "Admin"\n')
 
     stack = _Stack(env, logs)
     api = f"http://127.0.0.1:{port}"
+    rest = f"{api}/api/v2" if AIRFLOW_V_3_0_PLUS else f"{api}/api/v1"
     try:
-        stack.start("api-server", "api-server", "-H", "127.0.0.1", "-p", str(port), "-w", "1")
-        stack.start("scheduler", "scheduler")
-        stack.start("dag-processor", "dag-processor")
-        stack.start("triggerer", "triggerer")
+        for name, args in _components(port).items():
+            stack.start(name, *args)
 
         http = requests.Session()
-        token = _wait_for(
-            "the api-server",
-            lambda: http.get(f"{api}/auth/token", timeout=5).json().get("access_token"),
-            stack,
-            STARTUP_TIMEOUT,
-        )
-        http.headers["Authorization"] = f"Bearer {token}"
+        if AIRFLOW_V_3_0_PLUS:
+            token = _wait_for(
+                "the api-server",
+                lambda: http.get(f"{api}/auth/token", timeout=5).json().get("access_token"),
+                stack,
+                STARTUP_TIMEOUT,
+            )
+            http.headers["Authorization"] = f"Bearer {token}"
         _wait_for(
-            f"{DAG_ID} to be parsed",
-            lambda: http.get(f"{api}/api/v2/dags/{DAG_ID}", timeout=5).status_code == 200,
+            f"{DAG_ID} to be parsed and served",
+            lambda: http.get(f"{rest}/dags/{DAG_ID}", timeout=5).status_code == 200,
             stack,
             STARTUP_TIMEOUT,
         )
-        unpause = http.patch(f"{api}/api/v2/dags/{DAG_ID}", json={"is_paused": False}, timeout=10)
+        unpause = http.patch(f"{rest}/dags/{DAG_ID}", json={"is_paused": False}, timeout=10)
         assert unpause.status_code == 200, unpause.text
         conf = {"archive_dir": str(archive_dir), "work_dir": str(tmp_path / "work")}
-        trigger = http.post(
-            f"{api}/api/v2/dags/{DAG_ID}/dagRuns", json={"logical_date": None, "conf": conf}, timeout=10
-        )
+        body: dict[str, Any] = {"conf": conf}
+        if AIRFLOW_V_3_0_PLUS:
+            body["logical_date"] = None
+        trigger = http.post(f"{rest}/dags/{DAG_ID}/dagRuns", json=body, timeout=10)
         assert trigger.status_code == 200, trigger.text
         run_id = trigger.json()["dag_run_id"]
 
         def finished() -> str | None:
-            state = http.get(f"{api}/api/v2/dags/{DAG_ID}/dagRuns/{run_id}", timeout=5).json()["state"]
+            state = http.get(f"{rest}/dags/{DAG_ID}/dagRuns/{run_id}", timeout=5).json()["state"]
             return state if state in ("success", "failed") else None
 
         state = _wait_for(f"run {run_id} to finish", finished, stack, RUN_TIMEOUT, interval=2.0)
-        tis = http.get(f"{api}/api/v2/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances", timeout=10).json()
+        tis = http.get(f"{rest}/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances", timeout=10).json()
         ti_states = {ti["task_id"]: ti["state"] for ti in tis["task_instances"]}
         assert state == "success", (ti_states, stack.log("scheduler")[-4000:], stack.log("triggerer")[-4000:])
         assert set(ti_states.values()) == {"success"}, ti_states
-
-        # The sensor's trigger crossed processes as serialized JSON and was run by the separate
-        # triggerer: its log for the task is written by that triggerer job ("….log.trigger.<job id>.log").
-        jobs = http.get(f"{api}/api/v2/jobs", params={"job_type": "TriggererJob"}, timeout=10).json()["jobs"]
-        assert len(jobs) == 1, jobs
-        trigger_logs = list((home / "logs").rglob("task_id=wait_for_signatures/attempt=*.log.trigger.*.log"))
-        assert [p.name.rsplit(".", 2)[-2] for p in trigger_logs] == [str(jobs[0]["id"])], trigger_logs
-        trigger_log = trigger_logs[0].read_text()
-        assert "DocsignEnvelopeTrigger" in trigger_log
-        assert "Trigger fired event" in trigger_log
     finally:
         stack.stop()
     assert all(proc.returncode is not None for proc in stack.procs.values())
+
+    # The sensor's trigger crossed processes as serialized JSON and was run by the separate
+    # triggerer: the task's trigger log is written by that triggerer job and holds the trigger's polls.
+    job_ids = _triggerer_job_ids(home)
+    assert len(job_ids) == 1, job_ids
+    trigger_logs = list((home / "logs").rglob("task_id=wait_for_signatures/attempt=*.log.trigger.*.log"))
+    assert [p.name.rsplit(".", 2)[-2] for p in trigger_logs] == [str(job_ids[0])], trigger_logs
+    trigger_log = trigger_logs[0].read_text()
+    assert "Poll 1:" in trigger_log, trigger_log[-3000:]
+    if AIRFLOW_V_3_0_PLUS:
+        assert "DocsignEnvelopeTrigger" in trigger_log  # the trigger's logger name (structlog)
 
     manifests = load_manifests(archive_dir)
     assert len(manifests) == 1
