@@ -232,7 +232,7 @@ def test_contract_signing_on_a_live_airflow_stack(
         run_id = trigger.json()["dag_run_id"]
 
         def finished() -> str | None:
-            state = http.get(f"{rest}/dags/{DAG_ID}/dagRuns/{run_id}", timeout=5).json()["state"]
+            state = http.get(f"{rest}/dags/{DAG_ID}/dagRuns/{run_id}", timeout=5).json().get("state")
             return state if state in ("success", "failed") else None
 
         state = _wait_for(f"run {run_id} to finish", finished, stack, RUN_TIMEOUT, interval=2.0)
