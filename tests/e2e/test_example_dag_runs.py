@@ -37,6 +37,8 @@ def _assert_archived_signed_bytes(
         assert path.resolve().is_relative_to(archive_dir.resolve())
         expected = hashlib.sha256(sandbox.item_bytes(entry["item_id"], "signed")).hexdigest()
         assert sha256_file(path) == expected == entry["sha256"]
+        # The signed version really differs from the upload, so this proves the *signed* PDF was kept.
+        assert expected != hashlib.sha256(sandbox.item_bytes(entry["item_id"], "original")).hexdigest()
         assert path.read_bytes().startswith(b"%PDF-")
 
 
@@ -47,7 +49,7 @@ def _local_path(uri: str, manifest_path: Path) -> Path:
     return path if path.is_absolute() else manifest_path.parent / path
 
 
-def _hook(sandbox: SandboxServer) -> Any:
+def _hook() -> Any:
     from airflow_provider_docsign.hooks.docsign import DocsignHook
 
     return DocsignHook()
@@ -77,7 +79,7 @@ def test_contract_signing_runs_to_success_and_archives_signed_pdfs(
     audit = manifest["audit_log"]
     assert _local_path(audit["uri"], manifest_path).read_bytes().startswith(b"%PDF-")
 
-    envelope = _hook(autosign_sandbox).get_envelope(manifest["envelope_id"])
+    envelope = _hook().get_envelope(manifest["envelope_id"])
     assert envelope.status == EnvelopeStatus.COMPLETED
     assert [r.email for r in envelope.recipients] == ["jane.doe@acme.example", "legal@ourcompany.example"]
     # Fields on both of the two files the envelope was created from, for both signers.
@@ -124,7 +126,7 @@ def test_folders_dag_is_idempotent_per_month(
     for dag_run in (first, second):
         assert _state(dag_run.state) == "success"
         assert set(task_states(dag_run).values()) == {"success"}
-    hook = _hook(autosign_sandbox)
+    hook = _hook()
     month_folders = [f for f in hook.list_folders() if f.name.startswith("Contracts ")]
     assert len(month_folders) == 1, month_folders
     in_folder = list(hook.find_envelopes(folder_id=month_folders[0].id))
