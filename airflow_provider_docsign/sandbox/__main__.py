@@ -63,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Accepted connections inherit TCP_NODELAY. uvicorn does not set it on sockets handed to it, and
+    # without it every request after the first on a keep-alive connection waited ~40 ms (Nagle's
+    # algorithm against delayed ACKs), penalising clients that pool connections (bench/).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((args.host, args.port))
     port = sock.getsockname()[1]
     # No "server: uvicorn" header: the real service does not send one.
