@@ -81,7 +81,8 @@ def http_conn_json(base_url: str, api_key: str = API_KEY) -> str:
         {
             "conn_type": "http",
             "host": base_url,
-            "extra": {"Authorization": api_key, "Content-Type": "application/json"},
+            # Only the key: a Content-Type here would be sent with every call and break multipart.
+            "extra": {"Authorization": api_key},
         }
     )
 
@@ -160,6 +161,12 @@ def peak_mb(pid: int | str = "self") -> float:
 def rss_mb(pid: int | str = "self") -> float:
     """Current RSS of ``pid`` in MB."""
     return _status_kb(pid, "VmRSS") / 1024
+
+
+def cpu_seconds(pid: int | str = "self") -> float:
+    """User + system CPU seconds used so far by ``pid`` (from ``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def process_tree(pid: int) -> list[int]:
