@@ -35,6 +35,10 @@ def example_env(
         # Airflow 2.11's unit-test config picks the LocalExecutor, which 2.11 refuses with SQLite;
         # dag.test() consults the executor for sensor dependencies, so use the SQLite-safe one.
         monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "SequentialExecutor")
+        # 2.11 caches the executor names per process: forget a LocalExecutor an earlier test resolved.
+        from airflow.executors import executor_loader
+
+        monkeypatch.setattr(executor_loader, "_executor_names", [])
     autosign_sandbox.clear_faults()
     archive_dir, work_dir = tmp_path / "archive", tmp_path / "work"
     archive_dir.mkdir()
