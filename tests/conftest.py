@@ -6,8 +6,10 @@ throw-away ``AIRFLOW_HOME`` (SQLite) and no example DAGs, whatever the caller's 
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -15,7 +17,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-_HOME = os.environ.get("AIRFLOW_HOME") or tempfile.mkdtemp(prefix="docsign-airflow-home-")
+_HOME = os.environ.get("AIRFLOW_HOME") or ""
+if not _HOME:  # run outside .ci/pytest.sh: make a private home and remove it at exit
+    _HOME = tempfile.mkdtemp(prefix="docsign-airflow-home-")
+    atexit.register(shutil.rmtree, _HOME, ignore_errors=True)
 os.environ["AIRFLOW_HOME"] = _HOME
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
