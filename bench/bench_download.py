@@ -22,7 +22,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import API_KEY, MB, make_pdfs, run_client, run_measured, sandbox, temp_dir, write_result
 from bench_upload import COLUMNS, REPS, SETS, curl_upload, summarize
 
-CLIENTS = ["curl", "hook", "naive", "sdk"]
+CLIENTS = ["curl", "curl_sha", "hook", "naive", "sdk"]
+LABELS = {
+    "curl": "curl -o (baseline)",
+    "curl_sha": "curl -o + sha256sum (the hook's work)",
+    "hook": "DocsignHook.download_envelope_item",
+    "naive": "naive requests .content",
+    "sdk": "documenso-sdk envelopes.items.download",
+}
 VERSION = "original"
 
 
@@ -43,7 +50,9 @@ def item_ids(base_url: str, envelope_id: str) -> list[str]:
     return [i["id"] for i in items]
 
 
-def curl_download(base_url: str, items: list[str], dests: list[Path]) -> dict[str, Any]:
+def curl_download(
+    base_url: str, items: list[str], dests: list[Path], *, checksum: bool = False
+) -> dict[str, Any]:
     curl = shutil.which("curl")
     if curl is None:
         return {"ok": False, "error": "curl not installed"}
@@ -54,7 +63,15 @@ def curl_download(base_url: str, items: list[str], dests: list[Path]) -> dict[st
     codes = res["stdout"].split()
     ok = res["rc"] == 0 and codes == ["200"] * len(items)
     out: dict[str, Any] = {"ok": ok, "wall_s": res["wall_s"], "process_maxrss_mb": res["maxrss_mb"]}
-    if ok:
+    if ok and checksum:
+        # The same work as the hook, which hashes while it streams: curl, then sha256sum.
+        summed = run_measured(["sha256sum", *map(str, dests)], timeout=120)
+        out["wall_s"] += summed["wall_s"]
+        out["ok"] = ok = summed["rc"] == 0
+        out["sha256"] = [line.split()[0] for line in summed["stdout"].splitlines()]
+        if not ok:
+            out["error"] = f"sha256sum failed: {summed['stderr'][:200]}"
+    elif ok:
         out["sha256"] = [sha256(d) for d in dests]
     else:
         out["error"] = f"curl rc={res['rc']} codes={codes} {res['stderr'][:200]}"
@@ -101,7 +118,7 @@ def main() -> None:
         }
         for rep in range(REPS + 1):
             for client in CLIENTS:
-                if rep == REPS and client != "curl":
+                if rep == REPS and not client.startswith("curl"):
                     continue
                 out_dir = tmp / f"out-{client}-{rep}"
                 out_dir.mkdir()
@@ -109,9 +126,14 @@ def main() -> None:
                 for i, (_label, _sizes, _files, _expected, items) in enumerate(sets):
                     dests = [out_dir / f"set{i}-item{j}.pdf" for j in range(len(items))]
                     jobs.append({"items": items, "dests": [str(d) for d in dests]})
-                if client == "curl":
+                if client.startswith("curl"):
                     reports = [
-                        curl_download(sb.base_url, job["items"], [Path(d) for d in job["dests"]])
+                        curl_download(
+                            sb.base_url,
+                            job["items"],
+                            [Path(d) for d in job["dests"]],
+                            checksum=client == "curl_sha",
+                        )
                         for job in jobs
                     ]
                 else:
@@ -139,7 +161,7 @@ def main() -> None:
                 shutil.rmtree(out_dir, ignore_errors=True)
         for label, sizes, files, _expected, _items in sets:
             total_mb = sum(f.stat().st_size for f in files) / MB
-            set_rows, set_targets = summarize(label, total_mb, results[label], "download", sizes)
+            set_rows, set_targets = summarize(label, total_mb, results[label], "download", sizes, LABELS)
             rows += set_rows
             targets += set_targets
     write_result(

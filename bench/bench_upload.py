@@ -88,14 +88,20 @@ def curl_upload(base_url: str, files: list[Path], title: str) -> dict[str, Any]:
 
 
 def summarize(
-    label: str, total_mb: float, results: dict[str, list[dict[str, Any]]], what: str, sizes: list[float]
+    label: str,
+    total_mb: float,
+    results: dict[str, list[dict[str, Any]]],
+    what: str,
+    sizes: list[float],
+    labels: dict[str, str] | None = None,
 ) -> tuple[list[list[Any]], list[dict[str, Any]]]:
     """Table rows (median wall time, max RSS growth over the repetitions) and target checks."""
+    labels = labels or (LABELS if what == "upload" else DOWNLOAD_LABELS)
     rows: list[list[Any]] = []
     targets: list[dict[str, Any]] = []
     ok_curl = [r["wall_s"] for r in results["curl"] if r.get("ok")]
     curl_wall = statistics.median(ok_curl) if ok_curl else None
-    for client in CLIENTS:
+    for client in labels:
         runs = results[client]
         good = [r for r in runs if r.get("ok")]
         if not good:
@@ -103,7 +109,7 @@ def summarize(
             rows.append(
                 [
                     label,
-                    LABELS[client] if what == "upload" else DOWNLOAD_LABELS[client],
+                    labels[client],
                     "FAILED",
                     None,
                     None,
@@ -115,11 +121,11 @@ def summarize(
             )
             continue
         wall = statistics.median(r["wall_s"] for r in good)
-        key = "process_maxrss_mb" if client == "curl" else "peak_growth_mb"
+        key = "process_maxrss_mb" if client.startswith("curl") else "peak_growth_mb"
         growth = max(r[key] for r in good)
         ratio = (curl_wall / wall) if curl_wall else None
         note = "" if len(good) == len(runs) else f"{len(runs) - len(good)} of {len(runs)} runs failed"
-        name = LABELS[client] if what == "upload" else DOWNLOAD_LABELS[client]
+        name = labels[client]
         starts = [r["startup_s"] for r in good if r.get("startup_s") is not None]
         startup = statistics.median(starts) if starts else None
         rows.append(
@@ -141,6 +147,18 @@ def summarize(
                         "target": ">= 0.8x",
                         "measured": f"{ratio:.2f}x",
                         "met": ratio >= 0.8,
+                    }
+                )
+        if client == "hook" and min(sizes) >= 40 and results.get("curl_sha"):
+            same = [r["wall_s"] for r in results["curl_sha"] if r.get("ok")]
+            if same:
+                ratio_same = statistics.median(same) / wall
+                targets.append(
+                    {
+                        "what": f"hook {what} throughput vs curl + sha256sum (same work), {total_mb:.0f} MB",
+                        "target": ">= 0.8x",
+                        "measured": f"{ratio_same:.2f}x",
+                        "met": ratio_same >= 0.8,
                     }
                 )
     return rows, targets
