@@ -38,19 +38,26 @@ def get_provider_info() -> dict[str, Any]:
         "operators": [
             {
                 "integration-name": "Docsign",
-                "python-modules": ["airflow_provider_docsign.operators"],
+                "python-modules": [
+                    "airflow_provider_docsign.operators.envelope",
+                    "airflow_provider_docsign.operators.items",
+                    "airflow_provider_docsign.operators.recipients",
+                    "airflow_provider_docsign.operators.folders",
+                    "airflow_provider_docsign.operators.archive",
+                    "airflow_provider_docsign.operators.preview",
+                ],
             }
         ],
         "sensors": [
             {
                 "integration-name": "Docsign",
-                "python-modules": ["airflow_provider_docsign.sensors"],
+                "python-modules": ["airflow_provider_docsign.sensors.envelope"],
             }
         ],
         "triggers": [
             {
                 "integration-name": "Docsign",
-                "python-modules": ["airflow_provider_docsign.triggers"],
+                "python-modules": ["airflow_provider_docsign.triggers.envelope"],
             }
         ],
         "extra-links": ["airflow_provider_docsign.links.DocsignEnvelopeLink"],

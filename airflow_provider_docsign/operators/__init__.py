@@ -7,7 +7,27 @@ optional dependencies, such as the preview rasterizer).
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # give type checkers and IDEs the real classes; runtime imports stay lazy
+    from airflow_provider_docsign.operators.archive import DocsignArchiveSignedDocumentsOperator
+    from airflow_provider_docsign.operators.envelope import (
+        DocsignCancelEnvelopeOperator,
+        DocsignCreateEnvelopeOperator,
+        DocsignDistributeEnvelopeOperator,
+    )
+    from airflow_provider_docsign.operators.folders import DocsignCreateFolderOperator
+    from airflow_provider_docsign.operators.items import (
+        DocsignAddEnvelopeItemsOperator,
+        DocsignDeleteEnvelopeItemOperator,
+        DocsignUpdateEnvelopeItemsOperator,
+    )
+    from airflow_provider_docsign.operators.preview import DocsignFieldPreviewOperator
+    from airflow_provider_docsign.operators.recipients import (
+        DocsignAddFieldsOperator,
+        DocsignAddRecipientsOperator,
+        DocsignRejectRecipientOperator,
+    )
 
 _MODULES: dict[str, str] = {
     "DocsignCreateEnvelopeOperator": "envelope",
@@ -24,7 +44,20 @@ _MODULES: dict[str, str] = {
     "DocsignFieldPreviewOperator": "preview",
 }
 
-__all__ = sorted(_MODULES)
+__all__ = [
+    "DocsignAddEnvelopeItemsOperator",
+    "DocsignAddFieldsOperator",
+    "DocsignAddRecipientsOperator",
+    "DocsignArchiveSignedDocumentsOperator",
+    "DocsignCancelEnvelopeOperator",
+    "DocsignCreateEnvelopeOperator",
+    "DocsignCreateFolderOperator",
+    "DocsignDeleteEnvelopeItemOperator",
+    "DocsignDistributeEnvelopeOperator",
+    "DocsignFieldPreviewOperator",
+    "DocsignRejectRecipientOperator",
+    "DocsignUpdateEnvelopeItemsOperator",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -99,3 +99,13 @@ def test_hook_module_imports_without_deprecation_warnings() -> None:
             "import airflow_provider_docsign.hooks.docsign",
         ]
     subprocess.run(cmd, check=True, capture_output=True, timeout=300)
+
+
+def test_operators_package_exports_every_operator_lazily() -> None:
+    import airflow_provider_docsign.operators as operators
+
+    assert sorted(operators._MODULES) == operators.__all__
+    for name in operators.__all__:
+        cls = getattr(operators, name)
+        assert cls.__name__ == name
+        assert cls.__doc__, f"{name} has no docstring"
