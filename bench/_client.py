@@ -171,6 +171,7 @@ def main() -> None:
         gc.collect()
         result: dict[str, Any] = {}
         baseline = reset_peak()
+        cpu0 = time.process_time()
         start = time.perf_counter()
         try:
             result.update(op(state, {**spec, **job}))
@@ -178,6 +179,7 @@ def main() -> None:
         except Exception as exc:
             result.update(ok=False, stage=spec["op"], error=short_error(exc))
         result["wall_s"] = time.perf_counter() - start
+        result["cpu_s"] = time.process_time() - cpu0
         result["baseline_rss_mb"] = baseline
         result["peak_growth_mb"] = peak_mb() - baseline
         out["jobs"].append(result)

@@ -194,18 +194,18 @@ def run_measured(cmd: Sequence[str], *, timeout: float, env: dict[str, str] | No
         start = time.perf_counter()
         proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, env=env, cwd=REPO_DIR)
         deadline = start + timeout
-        status, hwm = 0, 0.0
+        status, hwm, usage = 0, 0.0, None
         while True:
             # The child's own peak RSS, polled while it runs: wait4's ru_maxrss would also count the
             # RSS of this (forking) Python process, which is not the child's.
             with contextlib.suppress(OSError, KeyError, ValueError):
                 hwm = max(hwm, peak_mb(proc.pid))
-            pid, status, _usage = os.wait4(proc.pid, os.WNOHANG)
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
             if time.perf_counter() > deadline:
                 proc.kill()
-                pid, status, _usage = os.wait4(proc.pid, 0)
+                pid, status, usage = os.wait4(proc.pid, 0)
                 status = -9
                 break
             time.sleep(0.002)
@@ -219,6 +219,7 @@ def run_measured(cmd: Sequence[str], *, timeout: float, env: dict[str, str] | No
             "stdout": out.read(),
             "stderr": err.read(),
             "maxrss_mb": hwm,
+            "cpu_s": (usage.ru_utime + usage.ru_stime) if usage else None,
         }
 
 

@@ -62,11 +62,17 @@ def curl_download(
     res = run_measured(cmd, timeout=320)
     codes = res["stdout"].split()
     ok = res["rc"] == 0 and codes == ["200"] * len(items)
-    out: dict[str, Any] = {"ok": ok, "wall_s": res["wall_s"], "process_maxrss_mb": res["maxrss_mb"]}
+    out: dict[str, Any] = {
+        "ok": ok,
+        "wall_s": res["wall_s"],
+        "cpu_s": res["cpu_s"],
+        "process_maxrss_mb": res["maxrss_mb"],
+    }
     if ok and checksum:
         # The same work as the hook, which hashes while it streams: curl, then sha256sum.
         summed = run_measured(["sha256sum", *map(str, dests)], timeout=120)
         out["wall_s"] += summed["wall_s"]
+        out["cpu_s"] = (out["cpu_s"] or 0.0) + (summed["cpu_s"] or 0.0)
         out["ok"] = ok = summed["rc"] == 0
         out["sha256"] = [line.split()[0] for line in summed["stdout"].splitlines()]
         if not ok:
@@ -87,7 +93,8 @@ def main() -> None:
         "Each Python client runs in a fresh process per repetition; after its imports, one authenticated "
         "call and one small download (warm-up), it resets its peak RSS before each job. RSS growth = peak "
         "RSS during the downloads minus RSS at the reset; curl's column is its whole-process peak RSS.",
-        "Throughput ratio = curl's median wall time / the client's median wall time.",
+        "Throughput ratio = curl's median wall time / the client's median wall time. client CPU s: CPU "
+        "time of the client process during the downloads (user + system).",
         "Destinations (and the sandbox's state) are on tmpfs when available, so that disk write-back does "
         "not add noise; the figures compare the clients, not the disk. On a disk the hook's fsync before "
         "its atomic rename (a durable archive) adds the disk's write time, which curl and the others skip.",

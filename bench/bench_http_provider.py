@@ -65,6 +65,10 @@ def create_small_envelopes(sb: Any, pdf: Path, count: int) -> list[str]:
     return ids
 
 
+def _whole(value: float) -> float | int:
+    return int(value) if value.is_integer() else value
+
+
 def measure(sb: Any, fn: Callable[[], Any], runs: int = 3) -> dict[str, Any]:
     """One untimed warm-up call, then ``runs`` timed calls: median wall time, requests per call."""
     try:
@@ -84,7 +88,7 @@ def measure(sb: Any, fn: Callable[[], Any], runs: int = 3) -> dict[str, Any]:
         "ok": True,
         "error": None,
         "wall_s": statistics.median(walls),
-        "requests": len(sb.requests()) / runs,
+        "requests": _whole(len(sb.requests()) / runs),
     }
 
 

@@ -50,13 +50,14 @@ COLUMNS = [
     "client",
     "ok runs",
     "median wall s",
+    "client CPU s",
     "MB/s",
     "x curl",
     "peak RSS growth MB",
     "import + set-up s",
     "note",
 ]
-REPS = 2  # per Python client (each repetition is a fresh process); curl runs REPS + 1 times
+REPS = 3  # per Python client (each repetition is a fresh process); curl runs REPS + 1 times
 
 
 def curl_upload(base_url: str, files: list[Path], title: str) -> dict[str, Any]:
@@ -79,7 +80,12 @@ def curl_upload(base_url: str, files: list[Path], title: str) -> dict[str, Any]:
     res = run_measured(cmd, timeout=320)
     body, _, code = res["stdout"].rpartition("\n")
     ok = res["rc"] == 0 and code == "200"
-    out: dict[str, Any] = {"ok": ok, "wall_s": res["wall_s"], "process_maxrss_mb": res["maxrss_mb"]}
+    out: dict[str, Any] = {
+        "ok": ok,
+        "wall_s": res["wall_s"],
+        "cpu_s": res["cpu_s"],
+        "process_maxrss_mb": res["maxrss_mb"],
+    }
     if ok:
         out["envelope_id"] = json.loads(body)["id"]
     else:
@@ -111,11 +117,7 @@ def summarize(
                     label,
                     labels[client],
                     "FAILED",
-                    None,
-                    None,
-                    None,
-                    None,
-                    None,
+                    *([None] * (len(COLUMNS) - 4)),
                     err,
                 ]
             )
@@ -126,10 +128,23 @@ def summarize(
         ratio = (curl_wall / wall) if curl_wall else None
         note = "" if len(good) == len(runs) else f"{len(runs) - len(good)} of {len(runs)} runs failed"
         name = labels[client]
+        cpus = [r["cpu_s"] for r in good if r.get("cpu_s") is not None]
+        cpu = statistics.median(cpus) if cpus else None
         starts = [r["startup_s"] for r in good if r.get("startup_s") is not None]
         startup = statistics.median(starts) if starts else None
         rows.append(
-            [label, name, f"{len(good)}/{len(runs)}", wall, total_mb / wall, ratio, growth, startup, note]
+            [
+                label,
+                name,
+                f"{len(good)}/{len(runs)}",
+                wall,
+                cpu,
+                total_mb / wall,
+                ratio,
+                growth,
+                startup,
+                note,
+            ]
         )
         if client == "hook" and min(sizes) >= 40:
             targets.append(
@@ -176,6 +191,8 @@ def main() -> None:
         "import + set-up s: the Python client's imports, first authenticated call and warm-up, in its own "
         "process (not part of the wall time column).",
         "Throughput ratio = curl's median wall time / the client's median wall time (same files and server).",
+        "client CPU s: CPU time of the client process during the operation (user + system); it does not "
+        "depend on what else the machine is doing, unlike wall time.",
     ]
     with temp_dir("docsign-bench-upload-") as tmp, sandbox(max_file_mb=50) as sb:
         tiny = make_pdfs(tmp, [0.01], prefix="warmup")
