@@ -252,6 +252,7 @@ def test_contract_signing_on_a_live_airflow_stack(
     assert [p.name.rsplit(".", 2)[-2] for p in trigger_logs] == [str(job_ids[0])], trigger_logs
     trigger_log = trigger_logs[0].read_text()
     assert "Poll 1:" in trigger_log, trigger_log[-3000:]
+    assert "reached COMPLETED" in trigger_log  # the trigger, not a worker poke, saw the signatures
     if AIRFLOW_V_3_0_PLUS:
         assert "DocsignEnvelopeTrigger" in trigger_log  # the trigger's logger name (structlog)
 
