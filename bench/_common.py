@@ -135,6 +135,7 @@ def machine() -> dict[str, Any]:
         "documenso_sdk": _version("documenso-sdk") or _version("documenso_sdk"),
         "apache_airflow_providers_http": _version("apache-airflow-providers-http"),
         "curl": curl_version,
+        "load_average_1m": round(os.getloadavg()[0], 2),
         "measured_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
     }
 

@@ -111,12 +111,17 @@ def split(stats: pstats.Stats) -> dict[str, Any]:
         "httpx clients created by the provider": (os.path.join("httpx", "_client.py"), "__init__"),
         "DocsignHook objects created": (os.path.join("hooks", "docsign.py"), "__init__"),
     }
+    from airflow_provider_docsign.hooks.docsign import DocsignHook
+
+    hook_init_line = DocsignHook.__init__.__code__.co_firstlineno
     creators: Counter[str] = Counter()
     for func, (_cc, _nc, _tt, _ct, callers) in raw.items():
-        if func[0].endswith(os.path.join("hooks", "docsign.py")) and func[2] in ("__init__", "session"):
+        if func[0].endswith(os.path.join("hooks", "docsign.py")) and func[1] == hook_init_line:
             for caller, edge in callers.items():
-                creators[f"{func[2]} <- {Path(caller[0]).name}:{caller[2]}"] += edge[1]
+                creators[f"DocsignHook() <- {Path(caller[0]).name}:{caller[2]}"] += edge[1]
         for what, (path_end, name) in targets.items():
+            if what.startswith("DocsignHook") and func[1] != hook_init_line:
+                continue
             if func[0].endswith(path_end) and func[2] == name:
                 counts[what] += sum(
                     edge[1]

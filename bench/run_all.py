@@ -43,7 +43,8 @@ def summary_markdown(names: list[str], status: dict[str, str]) -> str:
         f"Measured {m['measured_at']} on {m['cores']} cores, {m['memory_mb']:.0f} MB RAM ({m['cpu']}), "
         f"Python {m['python']}, Airflow {m['airflow']}, provider {m['provider']}, "
         f"documenso-sdk {m['documenso_sdk']}, apache-airflow-providers-http "
-        f"{m['apache_airflow_providers_http']}, {m['curl']}.",
+        f"{m['apache_airflow_providers_http']}, {m['curl']}. Load average at the end: "
+        f"{m['load_average_1m']} (other work on the machine moves wall-time ratios; CPU columns less so).",
         "",
     ]
     for name in names:
