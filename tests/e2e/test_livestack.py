@@ -187,7 +187,7 @@ def _wait_for(what: str, check: Any, stack: _Stack, timeout: float, interval: fl
 
 
 def test_contract_signing_on_a_live_airflow_stack(
-    tmp_path: Path, slow_signing_sandbox: SandboxServer
+    tmp_path: Path, slow_signing_sandbox: SandboxServer, api_key: str
 ) -> None:
     home, logs, archive_dir = tmp_path / "home", tmp_path / "logs", tmp_path / "archive"
     for folder in (home, logs, archive_dir):
@@ -255,6 +255,10 @@ def test_contract_signing_on_a_live_airflow_stack(
     assert "reached COMPLETED" in trigger_log  # the trigger, not a worker poke, saw the signatures
     if AIRFLOW_V_3_0_PLUS:
         assert "DocsignEnvelopeTrigger" in trigger_log  # the trigger's logger name (structlog)
+
+    # The API key never reached any component's output or any task/trigger log.
+    for log_file in [*logs.iterdir(), *(home / "logs").rglob("*.log")]:
+        assert api_key not in log_file.read_text(errors="replace"), log_file
 
     manifests = load_manifests(archive_dir)
     assert len(manifests) == 1
