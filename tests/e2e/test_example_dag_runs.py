@@ -56,9 +56,17 @@ def _hook() -> Any:
 
 
 def test_contract_signing_runs_to_success_and_archives_signed_pdfs(
-    example_env: dict[str, Any], autosign_sandbox: SandboxServer
+    example_env: dict[str, Any],
+    autosign_sandbox: SandboxServer,
+    api_key: str,
+    capfd: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     dag_run = run_example("docsign_contract_signing", **example_env)
+    out, err = capfd.readouterr()
+    logs = out + err + caplog.text
+    assert "Service agreement" in logs  # the task logs were captured (stdout on 3.x, logging on 2.11)
+    assert api_key not in logs  # never in task logs, rendered templates or XCom
 
     assert _state(dag_run.state) == "success"
     states = task_states(dag_run)
