@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import io
-import json
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -37,43 +36,9 @@ RECIPIENTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def moto_endpoint() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
-
-
 @pytest.fixture
-def s3(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Any:
-    import boto3
-
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_PREVIEW_S3",
-        json.dumps(
-            {
-                "conn_type": "aws",
-                "login": "testing",
-                "password": "testing",
-                "extra": {"endpoint_url": moto_endpoint, "region_name": "us-east-1"},
-            }
-        ),
-    )
-    client = boto3.client(
-        "s3",
-        endpoint_url=moto_endpoint,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
-        region_name="us-east-1",
-    )
-    client.create_bucket(Bucket=BUCKET)
-    return client
+def s3(make_s3_bucket: Callable[..., Any]) -> Any:
+    return make_s3_bucket(BUCKET, conn_id="preview_s3")
 
 
 def test_preview_reads_pdfs_from_s3_and_writes_the_preview_to_s3(s3, make_pdf):
