@@ -8,7 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import helpers
 import pytest
+from helpers import sig
 
 from airflow_provider_docsign._compat import ObjectStoragePath
 from airflow_provider_docsign.exceptions import DocsignNotFoundError, DocsignServerError
@@ -19,22 +21,8 @@ from airflow_provider_docsign.sandbox import SandboxServer
 pytestmark = pytest.mark.integration
 
 
-def sig(**overrides: Any) -> dict[str, Any]:
-    field = {
-        "identifier": 0,
-        "type": "SIGNATURE",
-        "page": 1,
-        "positionX": 10,
-        "positionY": 10,
-        "width": 20,
-        "height": 5,
-    }
-    field.update(overrides)
-    return field
-
-
 def signer(email: str = "signer@example.com", *fields: dict[str, Any]) -> dict[str, Any]:
-    return {"email": email, "name": email.split("@")[0], "role": "SIGNER", "fields": list(fields) or [sig()]}
+    return helpers.signer(*fields, email=email, name=email.split("@")[0])
 
 
 @pytest.fixture

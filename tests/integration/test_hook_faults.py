@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import helpers
 import pytest
 
 from airflow_provider_docsign.exceptions import (
@@ -25,16 +26,7 @@ pytestmark = pytest.mark.integration
 
 
 def signer(email: str = "faults@example.com") -> dict[str, Any]:
-    field = {
-        "identifier": 0,
-        "type": "SIGNATURE",
-        "page": 1,
-        "positionX": 10,
-        "positionY": 10,
-        "width": 20,
-        "height": 5,
-    }
-    return {"email": email, "name": "F", "role": "SIGNER", "fields": [field]}
+    return helpers.signer(email=email, name="F")
 
 
 @pytest.fixture

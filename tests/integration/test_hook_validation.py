@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import helpers
 import pytest
+from helpers import sig
 
 from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.hooks.docsign import DocsignHook
@@ -15,24 +18,7 @@ from airflow_provider_docsign.sandbox import SandboxServer
 pytestmark = pytest.mark.integration
 
 
-def sig(**overrides: Any) -> dict[str, Any]:
-    field = {
-        "identifier": 0,
-        "type": "SIGNATURE",
-        "page": 1,
-        "positionX": 10,
-        "positionY": 10,
-        "width": 20,
-        "height": 5,
-    }
-    field.update(overrides)
-    return field
-
-
-def signer(*fields: dict[str, Any], **overrides: Any) -> dict[str, Any]:
-    rec = {"email": "val@example.com", "name": "Val", "role": "SIGNER", "fields": list(fields) or [sig()]}
-    rec.update(overrides)
-    return rec
+signer = partial(helpers.signer, email="val@example.com", name="Val")
 
 
 @pytest.fixture

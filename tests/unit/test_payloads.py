@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import sig, signer
 
 from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.models import Recipient
@@ -16,26 +17,6 @@ from airflow_provider_docsign.payloads import (
     validate_fields_for_envelope,
     validate_recipients_for_envelope,
 )
-
-
-def sig(**overrides: Any) -> dict[str, Any]:
-    field = {
-        "identifier": 0,
-        "type": "SIGNATURE",
-        "page": 1,
-        "positionX": 10,
-        "positionY": 10,
-        "width": 20,
-        "height": 5,
-    }
-    field.update(overrides)
-    return field
-
-
-def signer(*fields: dict[str, Any], **overrides: Any) -> dict[str, Any]:
-    rec = {"email": "signer@example.com", "name": "Sam", "role": "SIGNER", "fields": list(fields) or [sig()]}
-    rec.update(overrides)
-    return rec
 
 
 def problems_of(**kwargs: Any) -> list[str]:
