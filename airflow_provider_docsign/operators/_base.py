@@ -51,24 +51,6 @@ __all__ = [
 
 DEFAULT_CONN_ID = "docsign_default"
 
-SIGNATURE_FIELD_TYPES = frozenset({"SIGNATURE", "FREE_SIGNATURE"})
-RECIPIENT_ROLES = frozenset({"SIGNER", "APPROVER", "VIEWER", "CC", "ASSISTANT"})
-FIELD_TYPES = frozenset(
-    {
-        "SIGNATURE",
-        "FREE_SIGNATURE",
-        "INITIALS",
-        "NAME",
-        "EMAIL",
-        "DATE",
-        "TEXT",
-        "NUMBER",
-        "RADIO",
-        "CHECKBOX",
-        "DROPDOWN",
-    }
-)
-
 #: Errors a retry of the task cannot fix: the task fails at once instead of using up its retries.
 PERMANENT_ERRORS: tuple[type[Exception], ...] = (
     DocsignValidationError,

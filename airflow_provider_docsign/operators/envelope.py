@@ -11,7 +11,6 @@ from airflow_provider_docsign.exceptions import DocsignAmbiguousWriteError, Docs
 from airflow_provider_docsign.models import EnvelopeStatus
 from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
-    SIGNATURE_FIELD_TYPES,
     DocsignBaseOperator,
     DocsignRetryWithoutExternalIdWarning,
     fail_now,
@@ -20,6 +19,7 @@ from airflow_provider_docsign.operators._base import (
     resolve_files,
     status_value,
 )
+from airflow_provider_docsign.payloads import SIGNATURE_FIELD_TYPES
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context

@@ -10,14 +10,13 @@ from airflow_provider_docsign._compat import AirflowFailException
 from airflow_provider_docsign.exceptions import DocsignAmbiguousWriteError, DocsignValidationError
 from airflow_provider_docsign.models import EnvelopeStatus
 from airflow_provider_docsign.operators._base import (
-    FIELD_TYPES,
     PERMANENT_ERRORS,
-    RECIPIENT_ROLES,
     DocsignBaseOperator,
     fail_now,
     field_problems,
     status_value,
 )
+from airflow_provider_docsign.payloads import FIELD_TYPES, RECIPIENT_ROLES
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
