@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow_provider_docsign.hooks.docsign import DocsignHook
+    from airflow_provider_docsign.sandbox import SandboxServer
 
 
 def sig(**overrides: Any) -> dict[str, Any]:
@@ -27,3 +32,17 @@ def signer(
     rec = {"email": email, "name": name, "role": "SIGNER", "fields": list(fields) or [sig()]}
     rec.update(overrides)
     return rec
+
+
+def completed_envelope(
+    hook: DocsignHook, sandbox: SandboxServer, files: list[Path], *, title: str, external_id: str | None
+) -> str:
+    """An envelope of ``files`` for one signer, distributed and then signed by the sandbox: COMPLETED."""
+    recipient = signer(email="signer@example.test", name="Sam Signer")
+    envelope_id = hook.create_envelope(
+        title=title, files=files, recipients=[recipient], external_id=external_id
+    )
+    hook.distribute_envelope(envelope_id)
+    sandbox.complete(envelope_id)
+    sandbox.wait_status(envelope_id, "COMPLETED", timeout=20)
+    return envelope_id

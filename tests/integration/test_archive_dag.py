@@ -9,29 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import completed_envelope
 
 from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS, Asset, AssetAlias
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.sandbox import SandboxServer
 
 pytestmark = pytest.mark.integration
-
-SIGNER = {
-    "email": "signer@example.test",
-    "name": "Sam Signer",
-    "role": "SIGNER",
-    "fields": [
-        {
-            "identifier": 0,
-            "type": "SIGNATURE",
-            "page": 1,
-            "positionX": 10,
-            "positionY": 10,
-            "width": 20,
-            "height": 5,
-        }
-    ],
-}
 
 
 DAG_FILE = """
@@ -131,12 +115,7 @@ def test_archive_runs_in_dag_test_and_emits_asset_events_directly_and_through_an
 ) -> None:
     hook = DocsignHook()
     files = [make_pdf("dag-a.pdf", title="Agreement"), make_pdf("dag-b.pdf", title="Annex", pages=2)]
-    envelope_id = hook.create_envelope(
-        title="DAG contract", files=files, recipients=[SIGNER], external_id="DAG-1"
-    )
-    hook.distribute_envelope(envelope_id)
-    sandbox.complete(envelope_id)
-    sandbox.wait_status(envelope_id, "COMPLETED", timeout=20)
+    envelope_id = completed_envelope(hook, sandbox, files, title="DAG contract", external_id="DAG-1")
     dest = tmp_path / "archive"
     dag = _load_dag(tmp_path / "dags", dest, monkeypatch)
     task = dag.get_task("archive")

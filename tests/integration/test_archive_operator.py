@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import signer
 
 from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS
 from airflow_provider_docsign.hooks.docsign import DocsignHook
@@ -29,22 +30,7 @@ from airflow_provider_docsign.sandbox import SandboxServer
 
 pytestmark = pytest.mark.integration
 
-SIGNER = {
-    "email": "signer@example.test",
-    "name": "Sam Signer",
-    "role": "SIGNER",
-    "fields": [
-        {
-            "identifier": 0,
-            "type": "SIGNATURE",
-            "page": 1,
-            "positionX": 10,
-            "positionY": 10,
-            "width": 20,
-            "height": 5,
-        }
-    ],
-}
+SIGNER = signer(email="signer@example.test", name="Sam Signer")
 
 
 def _sha(data: bytes) -> str:

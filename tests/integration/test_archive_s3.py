@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import completed_envelope
 
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.operators.archive import (
@@ -25,22 +26,6 @@ from airflow_provider_docsign.sandbox import SandboxServer
 pytestmark = pytest.mark.integration
 
 BUCKET = "legal-archive"
-SIGNER = {
-    "email": "signer@example.test",
-    "name": "Sam Signer",
-    "role": "SIGNER",
-    "fields": [
-        {
-            "identifier": 0,
-            "type": "SIGNATURE",
-            "page": 1,
-            "positionX": 10,
-            "positionY": 10,
-            "width": 20,
-            "height": 5,
-        }
-    ],
-}
 
 
 @pytest.fixture
@@ -57,13 +42,7 @@ def _completed_envelope(
 ) -> str:
     names = ["Service agreement", "Annex A", "Price list"]
     files = [make_pdf(f"{external_id}/{n}.pdf", title=n, pages=i + 1) for i, n in enumerate(names)]
-    envelope_id = hook.create_envelope(
-        title="S3 contract", files=files, recipients=[SIGNER], external_id=external_id
-    )
-    hook.distribute_envelope(envelope_id)
-    sandbox.complete(envelope_id)
-    sandbox.wait_status(envelope_id, "COMPLETED", timeout=20)
-    return envelope_id
+    return completed_envelope(hook, sandbox, files, title="S3 contract", external_id=external_id)
 
 
 def _archive(**kwargs: Any) -> dict[str, Any]:
