@@ -7,7 +7,6 @@ throw-away ``AIRFLOW_HOME`` (SQLite) and no example DAGs, whatever the caller's 
 from __future__ import annotations
 
 import atexit
-import json
 import os
 import shutil
 import subprocess
@@ -32,6 +31,7 @@ os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "INFO")
 os.environ.pop("AIRFLOW_CONN_DOCSIGN_DEFAULT", None)
 
 import pytest  # noqa: E402
+from helpers import conn_json  # noqa: E402
 
 from airflow_provider_docsign.samples import write_sample_pdf  # noqa: E402
 from airflow_provider_docsign.sandbox import SandboxServer  # noqa: E402
@@ -67,15 +67,6 @@ def sandbox(sandbox_session: SandboxServer) -> Iterator[SandboxServer]:
     sandbox_session.clear_requests()
     yield sandbox_session
     sandbox_session.clear_faults()
-
-
-def conn_json(server: SandboxServer, **extra: Any) -> str:
-    """A ``docsign`` connection in Airflow's JSON form pointing at ``server``, with fast retries."""
-    extras = {"max_retries": 3, "backoff_factor": 0.01, "max_retry_wait": 2, "timeout": 10}
-    extras.update(extra)
-    return json.dumps(
-        {"conn_type": "docsign", "host": server.base_url, "password": server.api_key, "extra": extras}
-    )
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,31 @@ def signer(
     rec = {"email": email, "name": name, "role": "SIGNER", "fields": list(fields) or [sig()]}
     rec.update(overrides)
     return rec
+
+
+def numbered_signers(count: int) -> list[dict[str, Any]]:
+    """``count`` SIGNERs (signer0@example.test, ...), each with a signature field lower on page 1."""
+    return [
+        signer(sig(positionY=10 + 10 * i), email=f"signer{i}@example.test", name=f"Signer {i}")
+        for i in range(count)
+    ]
+
+
+def conn_json(server: SandboxServer, *, password: str | None = None, **extra: Any) -> str:
+    """A ``docsign`` connection in Airflow's JSON form pointing at ``server``, with fast retries.
+
+    ``password`` replaces the sandbox's API key (to test a refused key); ``extra`` adds or overrides extras.
+    """
+    extras = {"max_retries": 3, "backoff_factor": 0.01, "max_retry_wait": 2, "timeout": 10}
+    extras.update(extra)
+    return json.dumps(
+        {
+            "conn_type": "docsign",
+            "host": server.base_url,
+            "password": server.api_key if password is None else password,
+            "extra": extras,
+        }
+    )
 
 
 def completed_envelope(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import conn_json, numbered_signers
 
 from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS, AirflowFailException
 from airflow_provider_docsign.hooks.docsign import DocsignHook
@@ -26,42 +27,8 @@ from airflow_provider_docsign.sensors import DocsignEnvelopeSensor
 pytestmark = pytest.mark.integration
 
 
-def _conn_json(server: SandboxServer, *, password: str | None = None) -> str:
-    extra = {"max_retries": 3, "backoff_factor": 0.01, "max_retry_wait": 2, "timeout": 10}
-    return json.dumps(
-        {
-            "conn_type": "docsign",
-            "host": server.base_url,
-            "password": server.api_key if password is None else password,
-            "extra": extra,
-        }
-    )
-
-
-def _recipients(count: int) -> list[dict[str, Any]]:
-    return [
-        {
-            "email": f"signer{i}@example.test",
-            "name": f"Signer {i}",
-            "role": "SIGNER",
-            "fields": [
-                {
-                    "identifier": 0,
-                    "type": "SIGNATURE",
-                    "page": 1,
-                    "positionX": 10,
-                    "positionY": 10 + 10 * i,
-                    "width": 20,
-                    "height": 5,
-                }
-            ],
-        }
-        for i in range(count)
-    ]
-
-
 def _create(hook: DocsignHook, files: list[Path], *, signers: int = 1, distribute: bool = True) -> str:
-    envelope_id = hook.create_envelope(title="Sensor test", files=files, recipients=_recipients(signers))
+    envelope_id = hook.create_envelope(title="Sensor test", files=files, recipients=numbered_signers(signers))
     if distribute:
         hook.distribute_envelope(envelope_id)
     return envelope_id
@@ -457,7 +424,7 @@ def test_refused_key_fails_at_once(
     sandbox: SandboxServer, monkeypatch: pytest.MonkeyPatch, make_pdf: Callable[..., Path]
 ) -> None:
     wrong_key = "api_wrongkey_never_valid_456"
-    monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_DEFAULT", _conn_json(sandbox, password=wrong_key))
+    monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_DEFAULT", conn_json(sandbox, password=wrong_key))
     sensor = DocsignEnvelopeSensor(task_id="wait", envelope_id="envelope_abc")
     with pytest.raises(AirflowFailException, match="refused the API key") as info:
         sensor.poke({})  # type: ignore[arg-type]

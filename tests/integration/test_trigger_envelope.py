@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import conn_json, numbered_signers
 
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.sandbox import SandboxServer
@@ -23,39 +24,8 @@ from airflow_provider_docsign.triggers import DocsignEnvelopeTrigger
 pytestmark = pytest.mark.integration
 
 
-def _conn_json(server: SandboxServer, *, password: str | None = None) -> str:
-    extra = {"max_retries": 3, "backoff_factor": 0.01, "max_retry_wait": 2, "timeout": 10}
-    return json.dumps(
-        {
-            "conn_type": "docsign",
-            "host": server.base_url,
-            "password": server.api_key if password is None else password,
-            "extra": extra,
-        }
-    )
-
-
 def _create_pending(hook: DocsignHook, pdf: Path, *, title: str = "Trigger test", signers: int = 1) -> str:
-    recipients = [
-        {
-            "email": f"signer{i}@example.test",
-            "name": f"Signer {i}",
-            "role": "SIGNER",
-            "fields": [
-                {
-                    "identifier": 0,
-                    "type": "SIGNATURE",
-                    "page": 1,
-                    "positionX": 10,
-                    "positionY": 10 + 10 * i,
-                    "width": 20,
-                    "height": 5,
-                }
-            ],
-        }
-        for i in range(signers)
-    ]
-    envelope_id = hook.create_envelope(title=title, files=[pdf], recipients=recipients)
+    envelope_id = hook.create_envelope(title=title, files=[pdf], recipients=numbered_signers(signers))
     hook.distribute_envelope(envelope_id)
     return envelope_id
 
@@ -80,7 +50,7 @@ def autosign_server(tmp_path_factory: pytest.TempPathFactory, api_key: str) -> I
 def autosign_conn(autosign_server: SandboxServer, monkeypatch: pytest.MonkeyPatch) -> SandboxServer:
     autosign_server.clear_faults()
     autosign_server.clear_requests()
-    monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_DEFAULT", _conn_json(autosign_server))
+    monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_DEFAULT", conn_json(autosign_server))
     return autosign_server
 
 
@@ -196,7 +166,7 @@ def test_refused_api_key_is_an_error_event_without_the_key(
     sandbox: SandboxServer, monkeypatch: pytest.MonkeyPatch, make_pdf: Callable[..., Path]
 ) -> None:
     wrong_key = "api_wrongkey_never_valid_123"
-    monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_DEFAULT", _conn_json(sandbox, password=wrong_key))
+    monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_DEFAULT", conn_json(sandbox, password=wrong_key))
 
     events = asyncio.run(_events(_trigger(["envelope_doesnotmatter"])))
 
