@@ -71,6 +71,11 @@ def _clean(params: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if v is not None}
 
 
+def _many(envelope_id: str, data: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The body of the ``create-many`` and ``update-many`` routes: the envelope and a list of objects."""
+    return {"envelopeId": check_str_id(envelope_id, "envelope_id"), "data": [dict(d) for d in data]}
+
+
 # -- envelopes ------------------------------------------------------------------------------------
 
 
@@ -185,7 +190,7 @@ def create_items() -> Call:
 
 def update_items(envelope_id: str, data: Sequence[Mapping[str, Any]]) -> Call:
     """``POST /envelope/item/update-many``."""
-    body = {"envelopeId": check_str_id(envelope_id, "envelope_id"), "data": [dict(d) for d in data]}
+    body = _many(envelope_id, data)
     return Call("POST", "/envelope/item/update-many", WRITE, json=body, what="update envelope items")
 
 
@@ -237,13 +242,13 @@ def get_recipient(recipient_id: int) -> Call:
 
 def create_recipients(envelope_id: str, data: Sequence[Mapping[str, Any]]) -> Call:
     """``POST /envelope/recipient/create-many``."""
-    body = {"envelopeId": check_str_id(envelope_id, "envelope_id"), "data": [dict(d) for d in data]}
+    body = _many(envelope_id, data)
     return Call("POST", "/envelope/recipient/create-many", CREATE, json=body, what="create recipients")
 
 
 def update_recipients(envelope_id: str, data: Sequence[Mapping[str, Any]]) -> Call:
     """``POST /envelope/recipient/update-many``."""
-    body = {"envelopeId": check_str_id(envelope_id, "envelope_id"), "data": [dict(d) for d in data]}
+    body = _many(envelope_id, data)
     return Call("POST", "/envelope/recipient/update-many", WRITE, json=body, what="update recipients")
 
 
@@ -273,13 +278,13 @@ def get_field(field_id: int) -> Call:
 
 def create_fields(envelope_id: str, data: Sequence[Mapping[str, Any]]) -> Call:
     """``POST /envelope/field/create-many``."""
-    body = {"envelopeId": check_str_id(envelope_id, "envelope_id"), "data": [dict(d) for d in data]}
+    body = _many(envelope_id, data)
     return Call("POST", "/envelope/field/create-many", CREATE, json=body, what="create fields")
 
 
 def update_fields(envelope_id: str, data: Sequence[Mapping[str, Any]]) -> Call:
     """``POST /envelope/field/update-many``."""
-    body = {"envelopeId": check_str_id(envelope_id, "envelope_id"), "data": [dict(d) for d in data]}
+    body = _many(envelope_id, data)
     return Call("POST", "/envelope/field/update-many", WRITE, json=body, what="update fields")
 
 
