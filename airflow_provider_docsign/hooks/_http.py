@@ -286,6 +286,8 @@ _EXTRA_NAMES = (
     "web_url",
     "scheme",
 )
+#: Every keyword override :func:`settings_from_connection` understands (``DocsignHook(**overrides)``).
+OVERRIDE_NAMES = frozenset({"base_url", "api_key", *_EXTRA_NAMES})
 
 
 def retryable_statuses(kind: str) -> frozenset[int]:

@@ -68,6 +68,7 @@ from airflow_provider_docsign.hooks._endpoints import Call
 from airflow_provider_docsign.hooks._http import (
     CREATE,
     MAX_ERROR_BODY,
+    OVERRIDE_NAMES,
     READ,
     Redactor,
     Settings,
@@ -106,21 +107,6 @@ __all__ = ["DocsignHook"]
 log = logging.getLogger(__name__)
 
 USER_AGENT = f"airflow-provider-docsign/{__version__}"
-_OVERRIDES = frozenset(
-    {
-        "base_url",
-        "api_key",
-        "timeout",
-        "verify",
-        "proxies",
-        "max_retries",
-        "backoff_factor",
-        "max_retry_wait",
-        "max_total_wait",
-        "web_url",
-        "scheme",
-    }
-)
 #: Upper bound on pages followed by one listing call (100 items per page).
 MAX_PAGES = 10_000
 _POSITION_KEYS = ("page", "positionX", "positionY")
@@ -207,7 +193,7 @@ class DocsignHook(BaseHook):
 
     def __init__(self, docsign_conn_id: str = default_conn_name, **overrides: Any) -> None:
         super().__init__()
-        unknown = sorted(set(overrides) - _OVERRIDES)
+        unknown = sorted(set(overrides) - OVERRIDE_NAMES)
         if unknown:
             raise TypeError(f"DocsignHook got unexpected keyword arguments: {', '.join(unknown)}")
         self.docsign_conn_id = docsign_conn_id
