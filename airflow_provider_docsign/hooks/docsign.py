@@ -337,6 +337,38 @@ class DocsignHook(BaseHook):
         )
         return delay
 
+    def _failed_answer(
+        self,
+        call: Call,
+        attempt: int,
+        waited: float,
+        response: requests.Response | httpx.Response,
+        body: bytes,
+        external_id: str | None = None,
+    ) -> float:
+        """Turn a non-2xx answer into its typed error: raise it, or return the delay before a retry.
+
+        :param body: The start of the error body (at most ``MAX_ERROR_BODY`` bytes), already logged.
+        """
+        status = response.status_code
+        err = api_error(
+            status=status,
+            headers=response.headers,
+            body=body,
+            method=call.method,
+            path=call.path,
+            redact=self._redact,
+        )
+        if call.kind == CREATE and status >= 500:
+            err.message += "; the outcome of this create is unknown and it was not retried" + (
+                f": look it up by external_id {external_id!r} before creating again" if external_id else ""
+            )
+            err.args = (err.message,)
+        if status not in retryable_statuses(call.kind):
+            raise err
+        retry_after = parse_retry_after(response.headers.get("retry-after"))
+        return self._wait_or_raise(call, attempt, waited, retry_after, err)
+
     def _send(
         self,
         call: Call,
@@ -406,25 +438,7 @@ class DocsignHook(BaseHook):
                 response.close()
             raw = raw[:MAX_ERROR_BODY]
             log_response_body(call.method, call.path, status, raw, self._redact)
-            err = api_error(
-                status=status,
-                headers=response.headers,
-                body=raw,
-                method=call.method,
-                path=call.path,
-                redact=self._redact,
-            )
-            if call.kind == CREATE and status >= 500:
-                err.message += "; the outcome of this create is unknown and it was not retried" + (
-                    f": look it up by external_id {external_id!r} before creating again"
-                    if external_id
-                    else ""
-                )
-                err.args = (err.message,)
-            if status not in retryable_statuses(call.kind):
-                raise err
-            retry_after = parse_retry_after(response.headers.get("retry-after"))
-            delay = self._wait_or_raise(call, attempt, waited, retry_after, err)
+            delay = self._failed_answer(call, attempt, waited, response, raw, external_id)
             self._sleep(delay)
             waited += delay
 
@@ -1216,18 +1230,7 @@ class DocsignHook(BaseHook):
                         method=call.method,
                         path=call.path,
                     ) from None
-            err = api_error(
-                status=status,
-                headers=response.headers,
-                body=content,
-                method=call.method,
-                path=call.path,
-                redact=self._redact,
-            )
-            if status not in retryable_statuses(call.kind):
-                raise err
-            retry_after = parse_retry_after(response.headers.get("retry-after"))
-            delay = self._wait_or_raise(call, attempt, waited, retry_after, err)
+            delay = self._failed_answer(call, attempt, waited, response, content)
             await asyncio.sleep(delay)
             waited += delay
 
