@@ -51,6 +51,19 @@ def signer(email: str = "signer@example.test", fields: list[dict[str, Any]] | No
     return {"email": email, "name": "Sam Signer", "role": "SIGNER", "fields": fields or [signature()]}
 
 
+def field_past_right_edge() -> dict[str, Any]:
+    """A field whose right edge (positionX 95 + width 20) lies off the page: refused before any request."""
+    return {
+        "recipientId": 1,
+        "type": "SIGNATURE",
+        "page": 1,
+        "positionX": 95,
+        "positionY": 10,
+        "width": 20,
+        "height": 5,
+    }
+
+
 def _dag(dag_id: str) -> Any:
     if AIRFLOW_V_3_0_PLUS:
         from airflow.sdk import DAG
@@ -250,17 +263,7 @@ def test_invalid_recipient_and_field_fail_before_any_request(
         DocsignAddFieldsOperator(
             task_id="bad_fields",
             envelope_id="envelope_doesnotmatter",
-            fields=[
-                {
-                    "recipientId": 1,
-                    "type": "SIGNATURE",
-                    "page": 1,
-                    "positionX": 95,
-                    "positionY": 10,
-                    "width": 20,
-                    "height": 5,
-                }
-            ],
+            fields=[field_past_right_edge()],
         )
     sandbox.clear_requests()
     _, tis = run(dag)
@@ -286,17 +289,7 @@ def test_invalid_payload_message_names_the_bad_field(
     field_op = DocsignAddFieldsOperator(
         task_id="bad_fields",
         envelope_id="envelope_whatever",
-        fields=[
-            {
-                "recipientId": 1,
-                "type": "SIGNATURE",
-                "page": 1,
-                "positionX": 95,
-                "positionY": 10,
-                "width": 20,
-                "height": 5,
-            }
-        ],
+        fields=[field_past_right_edge()],
     )
     sandbox.clear_requests()
     context: Any = {"ti": _FakeTI()}
