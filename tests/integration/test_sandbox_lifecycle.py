@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pypdfium2 as pdfium
 import pytest
+from helpers import sig, signer
 from pypdf import PdfReader
 from test_sandbox_helpers import auth, create_id, envelope, get, post
 
@@ -141,22 +142,7 @@ def test_signed_before_completion_is_the_upload(
 def test_pending_version_draws_inserted_fields(sandbox: SandboxServer, make_pdf: Callable[..., Path]) -> None:
     pdf = make_pdf("two.pdf")
     recipients = [
-        {
-            "email": f"s{i}@example.com",
-            "name": f"Signer {i}",
-            "role": "SIGNER",
-            "fields": [
-                {
-                    "identifier": 0,
-                    "type": "SIGNATURE",
-                    "page": 1,
-                    "positionX": 10,
-                    "positionY": 10 + 30 * i,
-                    "width": 30,
-                    "height": 10,
-                }
-            ],
-        }
+        signer(sig(positionY=10 + 30 * i, width=30, height=10), email=f"s{i}@example.com", name=f"Signer {i}")
         for i in range(2)
     ]
     env_id = create_id(sandbox, [pdf], recipients=recipients)
@@ -206,24 +192,7 @@ def test_distribute_without_recipients_is_500(sandbox: SandboxServer, make_pdf: 
 
 
 def test_field_on_missing_page_never_completes(sandbox: SandboxServer, make_pdf: Callable[..., Path]) -> None:
-    recipients = [
-        {
-            "email": "p99@example.com",
-            "name": "Page Ninety",
-            "role": "SIGNER",
-            "fields": [
-                {
-                    "identifier": 0,
-                    "type": "SIGNATURE",
-                    "page": 99,
-                    "positionX": 10,
-                    "positionY": 10,
-                    "width": 20,
-                    "height": 5,
-                }
-            ],
-        }
-    ]
+    recipients = [signer(sig(page=99), email="p99@example.com", name="Page Ninety")]
     env_id = create_id(sandbox, [make_pdf("short.pdf")], recipients=recipients)
     assert post(sandbox, "/envelope/distribute", {"envelopeId": env_id}).status_code == 200
     sandbox.complete(env_id)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from helpers import sig, signer
 from pypdf import PdfReader
 from test_sandbox_helpers import create_id, envelope, get, post
 
@@ -15,23 +16,7 @@ from airflow_provider_docsign.sandbox import SandboxServer
 pytestmark = pytest.mark.integration
 
 TWO_SIGNERS = [
-    {
-        "email": f"signer{i}@example.com",
-        "name": f"Signer {i}",
-        "role": "SIGNER",
-        "fields": [
-            {
-                "identifier": 0,
-                "type": "SIGNATURE",
-                "page": 1,
-                "positionX": 10,
-                "positionY": 10 + 20 * i,
-                "width": 20,
-                "height": 5,
-            }
-        ],
-    }
-    for i in range(2)
+    signer(sig(positionY=10 + 20 * i), email=f"signer{i}@example.com", name=f"Signer {i}") for i in range(2)
 ]
 
 
