@@ -58,6 +58,17 @@ def _opt(kind: str, **kw: object) -> Spec:
     return S(kind, optional=True, **kw)  # type: ignore[arg-type]
 
 
+def _many(item_props: dict[str, Spec]) -> Spec:
+    """The body of a ``create-many``/``update-many`` route: ``envelopeId`` and a non-empty ``data`` list."""
+    return S(
+        "object",
+        props={
+            "envelopeId": S("string"),
+            "data": S("array", minimum=1, items=S("object", props=item_props)),
+        },
+    )
+
+
 COORD = S("number", minimum=0, maximum=100)
 OPT_COORD = _opt("number", minimum=0, maximum=100)
 
@@ -203,72 +214,37 @@ REDISTRIBUTE = S(
 
 CANCEL = S("object", props={"envelopeId": S("string"), "reason": _opt("string")})
 
-ITEM_UPDATE_MANY = S(
-    "object",
-    props={
-        "envelopeId": S("string"),
-        "data": S(
-            "array",
-            minimum=1,
-            items=S(
-                "object",
-                props={
-                    "envelopeItemId": S("string"),
-                    "order": _opt("number", minimum=1, integer=True),
-                    "title": _opt("string", minimum=1, maximum=255),
-                },
-            ),
-        ),
-    },
+ITEM_UPDATE_MANY = _many(
+    {
+        "envelopeItemId": S("string"),
+        "order": _opt("number", minimum=1, integer=True),
+        "title": _opt("string", minimum=1, maximum=255),
+    }
 )
 
 ITEM_DELETE = S("object", props={"envelopeId": S("string"), "envelopeItemId": S("string")})
 
-RECIPIENT_CREATE_MANY = S(
-    "object",
-    props={
-        "envelopeId": S("string"),
-        "data": S(
-            "array",
-            minimum=1,
-            items=S(
-                "object",
-                props={
-                    "email": S("string", email=True, allow_empty_email=True, maximum=254),
-                    "name": S("string", maximum=255, default=""),
-                    "role": S("enum", options=ROLES),
-                    "signingOrder": _opt("number", nullable=True),
-                    "accessAuth": S("array", items=S("enum", options=ACCESS_AUTH), default=[]),
-                    "actionAuth": S(
-                        "array", items=S("enum", options=(*ACTION_AUTH, "EXPLICIT_NONE")), default=[]
-                    ),
-                },
-            ),
-        ),
-    },
+RECIPIENT_CREATE_MANY = _many(
+    {
+        "email": S("string", email=True, allow_empty_email=True, maximum=254),
+        "name": S("string", maximum=255, default=""),
+        "role": S("enum", options=ROLES),
+        "signingOrder": _opt("number", nullable=True),
+        "accessAuth": S("array", items=S("enum", options=ACCESS_AUTH), default=[]),
+        "actionAuth": S("array", items=S("enum", options=(*ACTION_AUTH, "EXPLICIT_NONE")), default=[]),
+    }
 )
 
-RECIPIENT_UPDATE_MANY = S(
-    "object",
-    props={
-        "envelopeId": S("string"),
-        "data": S(
-            "array",
-            minimum=1,
-            items=S(
-                "object",
-                props={
-                    "id": S("number", integer=True),
-                    "email": _opt("string", email=True, allow_empty_email=True, maximum=254),
-                    "name": _opt("string", maximum=255),
-                    "role": _opt("enum", options=ROLES),
-                    "signingOrder": _opt("number", nullable=True),
-                    "accessAuth": _opt("array", items=S("enum", options=ACCESS_AUTH)),
-                    "actionAuth": _opt("array", items=S("enum", options=(*ACTION_AUTH, "EXPLICIT_NONE"))),
-                },
-            ),
-        ),
-    },
+RECIPIENT_UPDATE_MANY = _many(
+    {
+        "id": S("number", integer=True),
+        "email": _opt("string", email=True, allow_empty_email=True, maximum=254),
+        "name": _opt("string", maximum=255),
+        "role": _opt("enum", options=ROLES),
+        "signingOrder": _opt("number", nullable=True),
+        "accessAuth": _opt("array", items=S("enum", options=ACCESS_AUTH)),
+        "actionAuth": _opt("array", items=S("enum", options=(*ACTION_AUTH, "EXPLICIT_NONE"))),
+    }
 )
 
 RECIPIENT_DELETE = S("object", props={"recipientId": S("number", integer=True)})
@@ -278,56 +254,34 @@ RECIPIENT_REJECT = S(
     props={"envelopeId": S("string"), "reason": S("string", minimum=1), "actAsEmail": _opt("string")},
 )
 
-FIELD_CREATE_MANY = S(
-    "object",
-    props={
-        "envelopeId": S("string"),
-        "data": S(
-            "array",
-            minimum=1,
-            items=S(
-                "object",
-                props={
-                    "recipientId": S("number", integer=True),
-                    "envelopeItemId": _opt("string"),
-                    "type": S("enum", options=FIELD_TYPES),
-                    "fieldMeta": _opt("object"),
-                    "page": _opt("number", minimum=1, integer=True),
-                    "positionX": OPT_COORD,
-                    "positionY": OPT_COORD,
-                    "width": OPT_COORD,
-                    "height": OPT_COORD,
-                    "placeholder": _opt("string"),
-                    "matchAll": _opt("boolean"),
-                },
-            ),
-        ),
-    },
+FIELD_CREATE_MANY = _many(
+    {
+        "recipientId": S("number", integer=True),
+        "envelopeItemId": _opt("string"),
+        "type": S("enum", options=FIELD_TYPES),
+        "fieldMeta": _opt("object"),
+        "page": _opt("number", minimum=1, integer=True),
+        "positionX": OPT_COORD,
+        "positionY": OPT_COORD,
+        "width": OPT_COORD,
+        "height": OPT_COORD,
+        "placeholder": _opt("string"),
+        "matchAll": _opt("boolean"),
+    }
 )
 
-FIELD_UPDATE_MANY = S(
-    "object",
-    props={
-        "envelopeId": S("string"),
-        "data": S(
-            "array",
-            minimum=1,
-            items=S(
-                "object",
-                props={
-                    "id": S("number", integer=True),
-                    "type": S("enum", options=FIELD_TYPES),
-                    "fieldMeta": _opt("object"),
-                    "envelopeItemId": _opt("string"),
-                    "page": _opt("number", minimum=1, integer=True),
-                    "positionX": OPT_COORD,
-                    "positionY": OPT_COORD,
-                    "width": OPT_COORD,
-                    "height": OPT_COORD,
-                },
-            ),
-        ),
-    },
+FIELD_UPDATE_MANY = _many(
+    {
+        "id": S("number", integer=True),
+        "type": S("enum", options=FIELD_TYPES),
+        "fieldMeta": _opt("object"),
+        "envelopeItemId": _opt("string"),
+        "page": _opt("number", minimum=1, integer=True),
+        "positionX": OPT_COORD,
+        "positionY": OPT_COORD,
+        "width": OPT_COORD,
+        "height": OPT_COORD,
+    }
 )
 
 FIELD_DELETE = S("object", props={"fieldId": S("number", integer=True)})
