@@ -86,39 +86,38 @@ with DAG(
 """
 
 
-def _run(
-    name: str,
-    sensor_kwargs: dict[str, Any],
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    *,
-    mapped: list[str] | None = None,
-) -> Any:
-    """Run ``wait >> record`` with dag.test(); ``record`` writes the sensor's XCom to ``xcom.json``.
+@pytest.fixture
+def run_dag(airflow_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    """Factory: ``run_dag(name, sensor_kwargs, mapped=None)`` runs the sensor DAG once, in ``tmp_path``."""
 
-    A failure callback on the sensor writes the exception's message to ``failure.txt``. With ``mapped``,
-    a mapped upstream task returns ``{"envelope_id": ...}`` per id and the sensor waits on its XCom.
-    """
-    dags = tmp_path / "dags"
-    dags.mkdir()
-    dag_id = f"docsign_sensor_{name}_{time.time_ns()}"
-    spec: dict[str, Any] = {"dag_id": dag_id, "out": str(tmp_path), "sensor": sensor_kwargs}
-    if mapped is not None:
-        spec["mapped"] = mapped
-    (dags / f"{dag_id}.json").write_text(json.dumps(spec))
-    dag_file = dags / f"{dag_id}.py"
-    dag_file.write_text(_DAG_FILE)
-    bundle = {
-        "name": f"docsign-sensor-tests-{time.time_ns()}",
-        "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle",
-        "kwargs": {"path": str(dags), "refresh_interval": 0},
-    }
-    monkeypatch.setenv("AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST", json.dumps([bundle]))
-    if not AIRFLOW_V_3_0_PLUS:
-        # Airflow 2.11's unit-test config picks the LocalExecutor, which 2.11 refuses with SQLite.
-        monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "SequentialExecutor")
-    dag = runpy.run_path(str(dag_file))["dag"]
-    return dag.test()
+    def run(name: str, sensor_kwargs: dict[str, Any], *, mapped: list[str] | None = None) -> Any:
+        """Run ``wait >> record`` with dag.test(); ``record`` writes the sensor's XCom to ``xcom.json``.
+
+        A failure callback on the sensor writes the exception's message to ``failure.txt``. With ``mapped``,
+        a mapped upstream task returns ``{"envelope_id": ...}`` per id and the sensor waits on its XCom.
+        """
+        dags = tmp_path / "dags"
+        dags.mkdir()
+        dag_id = f"docsign_sensor_{name}_{time.time_ns()}"
+        spec: dict[str, Any] = {"dag_id": dag_id, "out": str(tmp_path), "sensor": sensor_kwargs}
+        if mapped is not None:
+            spec["mapped"] = mapped
+        (dags / f"{dag_id}.json").write_text(json.dumps(spec))
+        dag_file = dags / f"{dag_id}.py"
+        dag_file.write_text(_DAG_FILE)
+        bundle = {
+            "name": f"docsign-sensor-tests-{time.time_ns()}",
+            "classpath": "airflow.dag_processing.bundles.local.LocalDagBundle",
+            "kwargs": {"path": str(dags), "refresh_interval": 0},
+        }
+        monkeypatch.setenv("AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST", json.dumps([bundle]))
+        if not AIRFLOW_V_3_0_PLUS:
+            # Airflow 2.11's unit-test config picks the LocalExecutor, which 2.11 refuses with SQLite.
+            monkeypatch.setenv("AIRFLOW__CORE__EXECUTOR", "SequentialExecutor")
+        dag = runpy.run_path(str(dag_file))["dag"]
+        return dag.test()
+
+    return run
 
 
 class _AfterFirstPoll:
@@ -187,12 +186,11 @@ def _complete_all(sandbox: SandboxServer, envelope_ids: list[str]) -> Callable[[
 
 
 def test_deferrable_sensor_defers_then_succeeds(
-    airflow_db: str,
+    run_dag: Callable[..., Any],
     sandbox: SandboxServer,
     docsign_conn: str,
     make_pdf: Callable[..., Path],
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
@@ -203,11 +201,9 @@ def test_deferrable_sensor_defers_then_succeeds(
     ]
 
     with _AfterFirstPoll(sandbox, _complete_all(sandbox, envelope_ids)) as signers:
-        dag_run = _run(
+        dag_run = run_dag(
             "deferrable",
             {"envelope_ids": envelope_ids, "deferrable": True, "poke_interval": 1, "timeout": 300},
-            tmp_path,
-            monkeypatch,
         )
 
     assert signers.acted
@@ -223,20 +219,17 @@ def test_deferrable_sensor_defers_then_succeeds(
 
 
 def test_poke_mode_succeeds(
-    airflow_db: str,
+    run_dag: Callable[..., Any],
     sandbox: SandboxServer,
     docsign_conn: str,
     make_pdf: Callable[..., Path],
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     hook = DocsignHook()
     envelope_id = _create(hook, [make_pdf()])
 
     with _AfterFirstPoll(sandbox, _complete_all(sandbox, [envelope_id])):
-        dag_run = _run(
-            "poke", {"envelope_id": envelope_id, "poke_interval": 1, "timeout": 300}, tmp_path, monkeypatch
-        )
+        dag_run = run_dag("poke", {"envelope_id": envelope_id, "poke_interval": 1, "timeout": 300})
 
     assert _state(dag_run.state) == "success"
     assert json.loads((tmp_path / "xcom.json").read_text()) == _expected_xcom(hook, [envelope_id])
@@ -245,22 +238,19 @@ def test_poke_mode_succeeds(
 
 
 def test_reschedule_mode_succeeds(
-    airflow_db: str,
+    run_dag: Callable[..., Any],
     sandbox: SandboxServer,
     docsign_conn: str,
     make_pdf: Callable[..., Path],
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     hook = DocsignHook()
     envelope_id = _create(hook, [make_pdf()])
 
     with _AfterFirstPoll(sandbox, _complete_all(sandbox, [envelope_id])):
-        dag_run = _run(
+        dag_run = run_dag(
             "reschedule",
             {"envelope_id": envelope_id, "mode": "reschedule", "poke_interval": 1, "timeout": 300},
-            tmp_path,
-            monkeypatch,
         )
 
     assert _state(dag_run.state) == "success"
@@ -269,22 +259,19 @@ def test_reschedule_mode_succeeds(
 
 
 def test_waits_on_the_xcom_of_a_mapped_create_task(
-    airflow_db: str,
+    run_dag: Callable[..., Any],
     sandbox: SandboxServer,
     docsign_conn: str,
     make_pdf: Callable[..., Path],
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     hook = DocsignHook()
     envelope_ids = [_create(hook, [make_pdf(f"{i}.pdf")]) for i in range(3)]
 
     with _AfterFirstPoll(sandbox, _complete_all(sandbox, envelope_ids)):
-        dag_run = _run(
+        dag_run = run_dag(
             "mapped",
             {"deferrable": True, "poke_interval": 1, "timeout": 300},
-            tmp_path,
-            monkeypatch,
             mapped=envelope_ids,
         )
 
@@ -294,22 +281,19 @@ def test_waits_on_the_xcom_of_a_mapped_create_task(
 
 
 def test_deferrable_timeout_fails_without_retry(
-    airflow_db: str,
+    run_dag: Callable[..., Any],
     sandbox: SandboxServer,
     docsign_conn: str,
     make_pdf: Callable[..., Path],
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     hook = DocsignHook()
     envelope_id = _create(hook, [make_pdf()])  # nobody signs
     sandbox.clear_requests()
 
-    dag_run = _run(
+    dag_run = run_dag(
         "timeout",
         {"envelope_id": envelope_id, "deferrable": True, "poke_interval": 1, "timeout": 3, "retries": 2},
-        tmp_path,
-        monkeypatch,
     )
 
     assert _ti_states(dag_run) == {"wait": "failed", "record": "upstream_failed"}
@@ -342,12 +326,11 @@ def _reschedule_count(dag_run: Any, task_id: str) -> int:
 # -------------------------------------------------------------------------------- failing waits
 @pytest.mark.parametrize("deferrable", [True, False], ids=["deferrable", "poke"])
 def test_rejection_fails_the_task_with_the_reason_and_downstream_does_not_run(
-    airflow_db: str,
+    run_dag: Callable[..., Any],
     sandbox: SandboxServer,
     docsign_conn: str,
     make_pdf: Callable[..., Path],
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     deferrable: bool,
 ) -> None:
     hook = DocsignHook()
@@ -358,7 +341,7 @@ def test_rejection_fails_the_task_with_the_reason_and_downstream_does_not_run(
         sandbox.reject(envelope_id, rejecter.id, "Clause 7 is not what we agreed")
 
     with _AfterFirstPoll(sandbox, reject):
-        dag_run = _run(
+        dag_run = run_dag(
             "rejected",
             {
                 "envelope_id": envelope_id,
@@ -367,8 +350,6 @@ def test_rejection_fails_the_task_with_the_reason_and_downstream_does_not_run(
                 "timeout": 300,
                 "retries": 2,  # AirflowFailException: no retry is wasted
             },
-            tmp_path,
-            monkeypatch,
         )
 
     assert _state(dag_run.state) == "failed"
@@ -382,23 +363,20 @@ def test_rejection_fails_the_task_with_the_reason_and_downstream_does_not_run(
 
 
 def test_soft_fail_skips_on_rejection(
-    airflow_db: str,
+    run_dag: Callable[..., Any],
     sandbox: SandboxServer,
     docsign_conn: str,
     make_pdf: Callable[..., Path],
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     hook = DocsignHook()
     envelope_id = _create(hook, [make_pdf()])
     recipient_id = hook.get_envelope(envelope_id).recipients[0].id
 
     with _AfterFirstPoll(sandbox, lambda: sandbox.reject(envelope_id, recipient_id, "No thanks")):
-        dag_run = _run(
+        dag_run = run_dag(
             "soft_fail",
             {"envelope_id": envelope_id, "deferrable": True, "soft_fail": True, "poke_interval": 1},
-            tmp_path,
-            monkeypatch,
         )
 
     assert _ti_states(dag_run) == {"wait": "skipped", "record": "skipped"}
