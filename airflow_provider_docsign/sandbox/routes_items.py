@@ -19,7 +19,7 @@ from starlette.responses import Response, StreamingResponse
 
 from . import lifecycle, pdfops
 from .builders import MAX_ITEMS, check_files, pdf_pages, store_item
-from .common import authenticate, drain, json_body, ok, state_of, success
+from .common import authenticate, drain, envelope_or_404, json_body, ok, state_of, success
 from .errors import ApiError, app_error, download_error, validation_error
 from .schemas import DOWNLOAD_VERSIONS, ITEM_DELETE, ITEM_UPDATE_MANY
 from .state import SandboxState
@@ -79,9 +79,7 @@ def _create_items(state: SandboxState, form: FormData) -> dict[str, Any]:
         raise validation_error(path, issues)
     check_files(form, state, path)
     store = state.store
-    env = store.get("envelope", payload["envelopeId"])
-    if env is None or env["deletedAt"] is not None:
-        raise app_error(path, "NOT_FOUND", "Envelope not found")
+    env = envelope_or_404(state, payload["envelopeId"], path)
     if not _editable_files(env):
         raise app_error(path, "INVALID_REQUEST", "Envelope item is not editable")
     existing = store.items_of(env["id"])
@@ -124,9 +122,7 @@ async def update_items(request: Request) -> Response:
     ignore_order = bool(request.scope.get("sandbox.ignore_order"))
     store = state.store
     with store.tx():
-        env = store.get("envelope", body["envelopeId"])
-        if env is None or env["deletedAt"] is not None:
-            raise app_error(path, "NOT_FOUND", "Envelope not found")
+        env = envelope_or_404(state, body["envelopeId"], path)
         if env["status"] in lifecycle.TERMINAL:
             raise app_error(path, "INVALID_REQUEST", "Envelope item is not editable")
         acted = any(
@@ -163,9 +159,7 @@ async def delete_item(request: Request) -> Response:
     body = validate(await json_body(request), ITEM_DELETE, path)
     store = state.store
     with store.tx():
-        env = store.get("envelope", body["envelopeId"])
-        if env is None or env["deletedAt"] is not None:
-            raise app_error(path, "NOT_FOUND", "Envelope not found")
+        env = envelope_or_404(state, body["envelopeId"], path)
         item = store.get("item", body["envelopeItemId"])
         if item is None or item["envelopeId"] != env["id"]:
             raise app_error(path, "NOT_FOUND", "Envelope item not found")

@@ -8,7 +8,7 @@ from starlette.responses import Response
 
 from . import lifecycle, views
 from .builders import new_field, new_recipient
-from .common import authenticate, json_body, ok, state_of, success
+from .common import authenticate, envelope_or_404, json_body, ok, state_of, success
 from .errors import app_error
 from .schemas import (
     FIELD_CREATE_MANY,
@@ -47,6 +47,14 @@ def _complete(env: Obj) -> bool:
     return env["completedAt"] is not None or env["status"] in lifecycle.TERMINAL
 
 
+def _open_envelope(state: SandboxState, envelope_id: str, path: str) -> Obj:
+    """The envelope whose recipients and fields may still change (NOT_FOUND, or refused once complete)."""
+    env = envelope_or_404(state, envelope_id, path)
+    if _complete(env):
+        raise app_error(path, "INVALID_REQUEST", "Envelope already complete")
+    return env
+
+
 # -- recipients -------------------------------------------------------------------------------------
 @router.get("/envelope/recipient/{recipient_id}")
 async def get_recipient(request: Request, recipient_id: str) -> Response:
@@ -71,11 +79,7 @@ async def create_recipients(request: Request) -> Response:
     body = validate(await json_body(request), RECIPIENT_CREATE_MANY, path)
     store = state.store
     with store.tx():
-        env = store.get("envelope", body["envelopeId"])
-        if env is None or env["deletedAt"] is not None:
-            raise app_error(path, "NOT_FOUND", "Envelope not found")
-        if _complete(env):
-            raise app_error(path, "INVALID_REQUEST", "Envelope already complete")
+        env = _open_envelope(state, body["envelopeId"], path)
         created = [
             store.put("recipient", new_recipient(env["id"], spec, store.next_value("recipient")))
             for spec in body["data"]
@@ -105,11 +109,7 @@ async def update_recipients(request: Request) -> Response:
     body = validate(await json_body(request), RECIPIENT_UPDATE_MANY, path)
     store = state.store
     with store.tx():
-        env = store.get("envelope", body["envelopeId"])
-        if env is None or env["deletedAt"] is not None:
-            raise app_error(path, "NOT_FOUND", "Envelope not found")
-        if _complete(env):
-            raise app_error(path, "INVALID_REQUEST", "Envelope already complete")
+        env = _open_envelope(state, body["envelopeId"], path)
         updated = []
         for entry in body["data"]:
             rec = store.edit("recipient", int(entry["id"]))
@@ -218,11 +218,7 @@ async def create_fields(request: Request) -> Response:
     body = validate(await json_body(request), FIELD_CREATE_MANY, path)
     store = state.store
     with store.tx():
-        env = store.get("envelope", body["envelopeId"])
-        if env is None or env["deletedAt"] is not None:
-            raise app_error(path, "NOT_FOUND", "Envelope not found")
-        if _complete(env):
-            raise app_error(path, "INVALID_REQUEST", "Envelope already complete")
+        env = _open_envelope(state, body["envelopeId"], path)
         items = store.items_of(env["id"])
         created = []
         for spec in body["data"]:
@@ -249,11 +245,7 @@ async def update_fields(request: Request) -> Response:
     body = validate(await json_body(request), FIELD_UPDATE_MANY, path)
     store = state.store
     with store.tx():
-        env = store.get("envelope", body["envelopeId"])
-        if env is None or env["deletedAt"] is not None:
-            raise app_error(path, "NOT_FOUND", "Envelope not found")
-        if _complete(env):
-            raise app_error(path, "INVALID_REQUEST", "Envelope already complete")
+        env = _open_envelope(state, body["envelopeId"], path)
         updated = []
         for spec in body["data"]:
             fld = store.edit("field", int(spec["id"]))
