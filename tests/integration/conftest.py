@@ -1,4 +1,4 @@
-"""Fixtures shared by the integration tests: an S3-compatible store (moto in server mode on 127.0.0.1)."""
+"""Fixtures shared by the integration tests: a hook on the sandbox and an S3 store (moto on 127.0.0.1)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+
+from airflow_provider_docsign.hooks.docsign import DocsignHook
+
+
+@pytest.fixture
+def hook(docsign_conn: str) -> Iterator[DocsignHook]:
+    """A hook on ``docsign_default`` (the sandbox); its HTTP session is closed after the test."""
+    with DocsignHook(docsign_conn) as h:
+        yield h
 
 
 @pytest.fixture(scope="module")

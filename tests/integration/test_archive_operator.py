@@ -42,11 +42,6 @@ def _files_under(root: Path) -> list[Path]:
 
 
 @pytest.fixture
-def hook(docsign_conn: str) -> DocsignHook:
-    return DocsignHook(docsign_conn_id=docsign_conn)
-
-
-@pytest.fixture
 def make_envelope(
     hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path]
 ) -> Callable[..., str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
@@ -14,12 +13,6 @@ from airflow_provider_docsign.samples import write_sample_pdf
 from airflow_provider_docsign.sandbox import SandboxServer
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def hook(docsign_conn: str) -> Iterator[DocsignHook]:
-    with DocsignHook(docsign_conn) as h:
-        yield h
 
 
 @pytest.fixture(scope="module")

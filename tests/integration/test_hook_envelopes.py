@@ -25,12 +25,6 @@ def signer(email: str = "signer@example.com", *fields: dict[str, Any]) -> dict[s
     return helpers.signer(*fields, email=email, name=email.split("@")[0])
 
 
-@pytest.fixture
-def hook(docsign_conn: str) -> DocsignHook:
-    with DocsignHook(docsign_conn) as h:
-        yield h
-
-
 def test_create_get_and_coordinates_parsed_from_strings(
     hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path]
 ) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +27,6 @@ pytestmark = pytest.mark.integration
 
 def signer(email: str = "faults@example.com") -> dict[str, Any]:
     return helpers.signer(email=email, name="F")
-
-
-@pytest.fixture
-def hook(docsign_conn: str) -> Iterator[DocsignHook]:
-    with DocsignHook(docsign_conn) as h:
-        yield h
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -19,12 +19,6 @@ pytestmark = pytest.mark.integration
 
 
 signer = partial(helpers.signer, email="val@example.com", name="Val")
-
-
-@pytest.fixture
-def hook(docsign_conn: str) -> Iterator[DocsignHook]:
-    with DocsignHook(docsign_conn) as h:
-        yield h
 
 
 def refused(hook: DocsignHook, sandbox: SandboxServer, **kwargs: Any) -> list[str]:

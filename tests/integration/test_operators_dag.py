@@ -120,11 +120,6 @@ def _requests(sb: SandboxServer, method: str, prefix: str) -> list[dict[str, Any
     return [r for r in sb.requests() if r["method"] == method and r["path"].startswith(prefix)]
 
 
-@pytest.fixture
-def hook(docsign_conn: str) -> DocsignHook:
-    return DocsignHook(docsign_conn_id=docsign_conn)
-
-
 def test_create_add_update_distribute_pipeline(
     airflow_db: str,
     sandbox: SandboxServer,

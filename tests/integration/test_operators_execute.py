@@ -69,11 +69,6 @@ def paths(sb: SandboxServer, method: str, prefix: str) -> list[str]:
     return [r["path"] for r in sb.requests() if r["method"] == method and r["path"].startswith(prefix)]
 
 
-@pytest.fixture
-def hook(docsign_conn: str) -> DocsignHook:
-    return DocsignHook(docsign_conn_id=docsign_conn)
-
-
 def raw_post(sb: SandboxServer, path: str, body: dict[str, Any]) -> Any:
     """Test setup straight through the API (what another client could do), bypassing our checks."""
     response = requests.post(
