@@ -14,7 +14,7 @@ from .schemas import FIELD_META_DEFAULTS
 from .state import SandboxState
 from .store import Obj
 from .upload import FormData, UploadedFile
-from .validation import MISSING
+from .validation import MISSING, Spec, check
 
 MAX_ITEMS = 5
 PDF_TYPES = ("application/pdf",)
@@ -118,6 +118,34 @@ def new_field(envelope_id: str, item_id: str, recipient_id: int, spec: dict[str,
         "inserted": False,
         "fieldMeta": meta,
     }
+
+
+def check_payload(raw: Any, spec: Spec, path: str) -> Any:
+    """The multipart ``payload`` part (JSON already decoded) checked against ``spec``; zod's 400 if not."""
+    if raw is MISSING:
+        issue = {
+            "code": "invalid_type",
+            "expected": "object",
+            "received": "undefined",
+            "path": ["payload"],
+            "message": "Required",
+        }
+        raise validation_error(path, [issue])
+    issues: list[dict[str, Any]] = []
+    payload = check(raw, spec, ["payload"], issues)
+    if issues:
+        raise validation_error(path, issues)
+    return payload
+
+
+def check_item_limit(count: int, path: str) -> None:
+    """Refuse an envelope that would hold more than :data:`MAX_ITEMS` items."""
+    if count > MAX_ITEMS:
+        raise app_error(
+            path,
+            "ENVELOPE_ITEM_LIMIT_EXCEEDED",
+            f"You cannot upload more than {MAX_ITEMS} envelope items per envelope",
+        )
 
 
 def check_files(form: FormData, state: SandboxState, path: str) -> None:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Callable
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from .errors import ApiError, app_error, trpc_error, unauthorized
 from .state import SandboxState
 from .store import Obj
+from .upload import FormData, parse_body
 
 
 def state_of(request: Request) -> SandboxState:
@@ -86,3 +89,24 @@ async def drain(request: Request) -> None:
     with contextlib.suppress(Exception):
         async for _ in request.stream():
             pass
+
+
+async def multipart_call(
+    request: Request, path: str, handle: Callable[[SandboxState, FormData], Any]
+) -> Response:
+    """Authenticate an upload, stream its parts to disk and answer with ``handle(state, form)``.
+
+    A refused request still has its body read to the end, so the client can read the answer; ``handle``
+    runs in a worker thread, and the spooled files are removed afterwards whatever happens.
+    """
+    state = state_of(request)
+    try:
+        authenticate(request, path)
+    except Exception:
+        await drain(request)
+        raise
+    form = await parse_body(request, state.store.tmp_dir, state.max_file_bytes)
+    try:
+        return ok(await run_in_threadpool(handle, state, form))
+    finally:
+        form.cleanup()

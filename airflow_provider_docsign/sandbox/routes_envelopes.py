@@ -10,14 +10,14 @@ import time
 from typing import Any
 
 from fastapi import APIRouter
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
 from . import lifecycle, views
 from .builders import (
-    MAX_ITEMS,
     check_files,
+    check_item_limit,
+    check_payload,
     new_field,
     new_meta,
     new_recipient,
@@ -25,8 +25,17 @@ from .builders import (
     resolve_identifier,
     store_item,
 )
-from .common import authenticate, drain, envelope_or_404, json_body, ok, state_of, success, webapp_url
-from .errors import app_error, plain_error, validation_error
+from .common import (
+    authenticate,
+    envelope_or_404,
+    json_body,
+    multipart_call,
+    ok,
+    state_of,
+    success,
+    webapp_url,
+)
+from .errors import app_error, plain_error
 from .ids import envelope_id as new_envelope_id
 from .ids import iso, iso_in
 from .schemas import (
@@ -42,8 +51,8 @@ from .schemas import (
 )
 from .state import SandboxState
 from .store import Obj
-from .upload import FormData, parse_body
-from .validation import MISSING, check, validate
+from .upload import FormData
+from .validation import MISSING, validate
 
 router = APIRouter()
 _ENVELOPE_ID = re.compile(r"^envelope_.{2,}$")
@@ -52,18 +61,7 @@ _ENVELOPE_ID = re.compile(r"^envelope_.{2,}$")
 @router.post("/envelope/create")
 async def create_envelope(request: Request) -> Response:
     """Multipart create: ``payload`` JSON text plus ``files`` parts, streamed to disk."""
-    path = "envelope.create"
-    state = state_of(request)
-    try:
-        authenticate(request, path)
-    except Exception:
-        await drain(request)
-        raise
-    form = await parse_body(request, state.store.tmp_dir, state.max_file_bytes)
-    try:
-        return ok(await run_in_threadpool(_create, state, form))
-    finally:
-        form.cleanup()
+    return await multipart_call(request, "envelope.create", _create)
 
 
 def _create(state: SandboxState, form: FormData) -> dict[str, Any]:
@@ -72,29 +70,9 @@ def _create(state: SandboxState, form: FormData) -> dict[str, Any]:
     if isinstance(raw, str) and form.is_multipart:
         with contextlib.suppress(ValueError):
             raw = json.loads(raw)
-    issues: list[dict[str, Any]] = []
-    if raw is MISSING:
-        issues.append(
-            {
-                "code": "invalid_type",
-                "expected": "object",
-                "received": "undefined",
-                "path": ["payload"],
-                "message": "Required",
-            }
-        )
-        payload: Any = {}
-    else:
-        payload = check(raw, CREATE_PAYLOAD, ["payload"], issues)
-    if issues:
-        raise validation_error(path, issues)
+    payload = check_payload(raw, CREATE_PAYLOAD, path)
     check_files(form, state, path)
-    if len(form.files) > MAX_ITEMS:
-        raise app_error(
-            path,
-            "ENVELOPE_ITEM_LIMIT_EXCEEDED",
-            f"You cannot upload more than {MAX_ITEMS} envelope items per envelope",
-        )
+    check_item_limit(len(form.files), path)
     folder_id = payload.get("folderId")
     if folder_id is not None:
         folder = state.store.get("folder", folder_id)

@@ -18,14 +18,14 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from . import lifecycle, pdfops
-from .builders import MAX_ITEMS, check_files, pdf_pages, store_item
-from .common import authenticate, drain, envelope_or_404, json_body, ok, state_of, success
-from .errors import ApiError, app_error, download_error, validation_error
-from .schemas import DOWNLOAD_VERSIONS, ITEM_DELETE, ITEM_UPDATE_MANY
+from .builders import check_files, check_item_limit, check_payload, pdf_pages, store_item
+from .common import authenticate, envelope_or_404, json_body, multipart_call, ok, state_of, success
+from .errors import ApiError, app_error, download_error
+from .schemas import DOWNLOAD_VERSIONS, ENVELOPE_ID_BODY, ITEM_DELETE, ITEM_UPDATE_MANY
 from .state import SandboxState
 from .store import Obj
-from .upload import FormData, parse_body
-from .validation import MISSING, S, check, validate
+from .upload import FormData
+from .validation import MISSING, validate
 
 router = APIRouter()
 CHUNK = 256 * 1024
@@ -41,18 +41,7 @@ def _editable_files(env: Obj) -> bool:
 @router.post("/envelope/item/create-many")
 async def create_items(request: Request) -> Response:
     """Add PDFs to a DRAFT envelope; titles are the file names, orders continue after the last."""
-    path = "envelope.item.createMany"
-    state = state_of(request)
-    try:
-        authenticate(request, path)
-    except Exception:
-        await drain(request)
-        raise
-    form = await parse_body(request, state.store.tmp_dir, state.max_file_bytes)
-    try:
-        return ok(await run_in_threadpool(_create_items, state, form))
-    finally:
-        form.cleanup()
+    return await multipart_call(request, "envelope.item.createMany", _create_items)
 
 
 def _create_items(state: SandboxState, form: FormData) -> dict[str, Any]:
@@ -61,34 +50,14 @@ def _create_items(state: SandboxState, form: FormData) -> dict[str, Any]:
     if isinstance(raw, str):
         with contextlib.suppress(ValueError):
             raw = json.loads(raw)
-    issues: list[dict[str, Any]] = []
-    if raw is MISSING:
-        issues.append(
-            {
-                "code": "invalid_type",
-                "expected": "object",
-                "received": "undefined",
-                "path": ["payload"],
-                "message": "Required",
-            }
-        )
-        payload: Any = {}
-    else:
-        payload = check(raw, S("object", props={"envelopeId": S("string")}), ["payload"], issues)
-    if issues:
-        raise validation_error(path, issues)
+    payload = check_payload(raw, ENVELOPE_ID_BODY, path)
     check_files(form, state, path)
     store = state.store
     env = envelope_or_404(state, payload["envelopeId"], path)
     if not _editable_files(env):
         raise app_error(path, "INVALID_REQUEST", "Envelope item is not editable")
     existing = store.items_of(env["id"])
-    if len(existing) + len(form.files) > MAX_ITEMS:
-        raise app_error(
-            path,
-            "ENVELOPE_ITEM_LIMIT_EXCEEDED",
-            f"You cannot upload more than {MAX_ITEMS} envelope items per envelope",
-        )
+    check_item_limit(len(existing) + len(form.files), path)
     pages = [pdf_pages(f, path) for f in form.files]
     last = max((i["order"] for i in existing), default=0)
     with store.tx():
