@@ -52,7 +52,7 @@ import requests
 import urllib3.exceptions
 from requests.adapters import HTTPAdapter
 
-from airflow_provider_docsign import __version__
+from airflow_provider_docsign import __version__, get_provider_info
 from airflow_provider_docsign._compat import BaseHook, get_connection
 from airflow_provider_docsign.exceptions import (
     DocsignAmbiguousWriteError,
@@ -1116,15 +1116,12 @@ class DocsignHook(BaseHook):
 
     @classmethod
     def get_ui_field_behaviour(cls) -> dict[str, Any]:
-        """Connection form layout for the Airflow 2.x UI (Airflow 3.2+ reads ``get_provider_info``)."""
+        """Connection form layout for the Airflow 2.x UI: the one ``get_provider_info`` declares for 3.2+."""
+        behaviour = get_provider_info()["connection-types"][0]["ui-field-behaviour"]
         return {
-            "hidden_fields": ["schema", "port", "login"],
-            "relabeling": {"host": "Base URL", "password": "API key"},
-            "placeholders": {
-                "host": "https://app.documenso.com/api/v2",
-                "password": "api_xxxxxxxxxxxxxxxx",
-                "extra": '{"timeout": 30, "verify": true, "web_url": "https://app.documenso.com"}',
-            },
+            "hidden_fields": behaviour["hidden-fields"],
+            "relabeling": behaviour["relabeling"],
+            "placeholders": behaviour["placeholders"],
         }
 
     @classmethod
