@@ -337,6 +337,15 @@ class DocsignHook(BaseHook):
         )
         return delay
 
+    def _no_answer(self, call: Call, attempt: int, waited: float, reason: str, exc: Exception) -> float:
+        """Turn a failed connection into :class:`DocsignConnectionError`: raise it, or return the delay."""
+        error = DocsignConnectionError(
+            f"{reason} ({type(exc).__name__}) reaching {self.settings.base_url}",
+            method=call.method,
+            path=call.path,
+        )
+        return self._wait_or_raise(call, attempt, waited, None, error)
+
     def _failed_answer(
         self,
         call: Call,
@@ -408,12 +417,7 @@ class DocsignHook(BaseHook):
                 )
                 if call.kind != READ and not sent_nothing:
                     raise self._ambiguous(call, reason, external_id) from None
-                error = DocsignConnectionError(
-                    f"{reason} ({type(exc).__name__}) reaching {self.settings.base_url}",
-                    method=call.method,
-                    path=call.path,
-                )
-                delay = self._wait_or_raise(call, attempt, waited, None, error)
+                delay = self._no_answer(call, attempt, waited, reason, exc)
                 self._sleep(delay)
                 waited += delay
                 continue
@@ -1205,12 +1209,7 @@ class DocsignHook(BaseHook):
                 )
             except httpx.HTTPError as exc:
                 reason = "timed out" if isinstance(exc, httpx.TimeoutException) else "the connection failed"
-                error = DocsignConnectionError(
-                    f"{reason} ({type(exc).__name__}) reaching {self.settings.base_url}",
-                    method=call.method,
-                    path=call.path,
-                )
-                delay = self._wait_or_raise(call, attempt, waited, None, error)
+                delay = self._no_answer(call, attempt, waited, reason, exc)
                 await asyncio.sleep(delay)
                 waited += delay
                 continue
