@@ -202,6 +202,19 @@ class DocsignBaseOperator(BaseOperator):
         payload = envelope_link_payload(web_url=self.hook.web_url, envelope_id=envelope_id, envelope=envelope)
         self.xcom_push_safe(context, ENVELOPE_LINK_XCOM_KEY, payload)
 
+    def read_envelope(self, context: Context, envelope_id: str) -> Envelope:
+        """Read the envelope and store its extra link; an error no retry can fix fails the task at once.
+
+        :param context: The task context.
+        :param envelope_id: The envelope id.
+        """
+        try:
+            envelope = self.hook.get_envelope(envelope_id)
+        except PERMANENT_ERRORS as err:
+            raise fail_now(err) from err
+        self.push_envelope_link(context, envelope_id, envelope)
+        return envelope
+
     # -- checks shared by several operators ---------------------------------------------------
 
     @staticmethod

@@ -321,11 +321,7 @@ class DocsignDistributeEnvelopeOperator(DocsignBaseOperator):
         envelope_id = str(self.envelope_id)
         if self.meta is not None and not isinstance(self.meta, dict):
             raise AirflowFailException(f"meta: must be a JSON object, not {type(self.meta).__name__}")
-        try:
-            envelope = self.hook.get_envelope(envelope_id)
-        except PERMANENT_ERRORS as err:
-            raise fail_now(err) from err
-        self.push_envelope_link(context, envelope_id, envelope)
+        envelope = self.read_envelope(context, envelope_id)
 
         if envelope.status == EnvelopeStatus.PENDING:
             self.log.info("Envelope %s is already PENDING: nothing to send (no-op)", envelope_id)
@@ -444,11 +440,7 @@ class DocsignCancelEnvelopeOperator(DocsignBaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         """Cancel the envelope and return its final status."""
         envelope_id = str(self.envelope_id)
-        try:
-            envelope = self.hook.get_envelope(envelope_id)
-        except PERMANENT_ERRORS as err:
-            raise fail_now(err) from err
-        self.push_envelope_link(context, envelope_id, envelope)
+        envelope = self.read_envelope(context, envelope_id)
         if envelope.status == EnvelopeStatus.CANCELLED:
             self.log.info("Envelope %s is already CANCELLED (no-op)", envelope_id)
             return {"envelope_id": envelope_id, "status": EnvelopeStatus.CANCELLED.value}

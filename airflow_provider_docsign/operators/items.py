@@ -162,11 +162,7 @@ class DocsignUpdateEnvelopeItemsOperator(DocsignBaseOperator):
         """Apply the titles and order, verify them, and return the final items."""
         envelope_id = str(self.envelope_id)
         items = self._checked_items()
-        try:
-            envelope = self.hook.get_envelope(envelope_id)
-        except PERMANENT_ERRORS as err:
-            raise fail_now(err) from err
-        self.push_envelope_link(context, envelope_id, envelope)
+        envelope = self.read_envelope(context, envelope_id)
         known = set(envelope.item_ids)
         unknown = [
             f"items[{n}]: envelopeItemId {item['envelopeItemId']!r} is not an item of envelope {envelope_id}"
@@ -284,11 +280,7 @@ class DocsignDeleteEnvelopeItemOperator(DocsignBaseOperator):
         """Log the item's fields, delete the item and return what was deleted."""
         envelope_id = str(self.envelope_id)
         item_id = str(self.envelope_item_id)
-        try:
-            envelope = self.hook.get_envelope(envelope_id)
-        except PERMANENT_ERRORS as err:
-            raise fail_now(err) from err
-        self.push_envelope_link(context, envelope_id, envelope)
+        envelope = self.read_envelope(context, envelope_id)
         if item_id not in envelope.item_ids:
             try_number = int(getattr(context["ti"], "try_number", 1) or 1)
             if try_number > 1:

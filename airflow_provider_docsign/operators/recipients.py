@@ -203,11 +203,7 @@ class DocsignAddRecipientsOperator(DocsignBaseOperator):
         if problems:
             raise fail_now(DocsignValidationError(problems, context="recipients"))
         recipients = [dict(r) for r in self.recipients]
-        try:
-            envelope = self.hook.get_envelope(envelope_id)
-        except PERMANENT_ERRORS as err:
-            raise fail_now(err) from err
-        self.push_envelope_link(context, envelope_id, envelope)
+        envelope = self.read_envelope(context, envelope_id)
 
         def key(email: Any, role: Any) -> tuple[str, str]:
             return (str(email or "").lower(), str(role or ""))
@@ -350,11 +346,7 @@ class DocsignRejectRecipientOperator(DocsignBaseOperator):
             problems.append("reason must be a non-empty string")
         if problems:
             raise fail_now(DocsignValidationError(problems, context="rejection"))
-        try:
-            envelope = self.hook.get_envelope(envelope_id)
-        except PERMANENT_ERRORS as err:
-            raise fail_now(err) from err
-        self.push_envelope_link(context, envelope_id, envelope)
+        envelope = self.read_envelope(context, envelope_id)
         recipient = next((r for r in envelope.recipients if r.id == recipient_id), None)
         if recipient is None:
             raise AirflowFailException(
