@@ -68,6 +68,11 @@ def fail_now(err: Exception) -> AirflowFailException:
     return AirflowFailException(f"{type(err).__name__}: {err}")
 
 
+def current_try(context: Context) -> int:
+    """The task instance's try number: 1 on the first try, more on a retry (1 if the context has none)."""
+    return int(getattr(context["ti"], "try_number", 1) or 1)
+
+
 def status_value(status: Any) -> str:
     """The plain string of an envelope status (enum member or unknown string)."""
     return str(status.value if isinstance(status, enum.Enum) else status)

@@ -13,6 +13,7 @@ from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
     DocsignBaseOperator,
     DocsignRetryWithoutExternalIdWarning,
+    current_try,
     fail_now,
     field_problems,
     file_label,
@@ -135,8 +136,7 @@ class DocsignCreateEnvelopeOperator(DocsignBaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         """Create (or, on retry, find) the envelope and return its ids and status."""
         files = self._checked_inputs()
-        ti = context["ti"]
-        try_number = int(getattr(ti, "try_number", 1) or 1)
+        try_number = current_try(context)
 
         envelope_id: str | None = None
         reused = False

@@ -14,6 +14,7 @@ from airflow_provider_docsign.exceptions import (
 from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
     DocsignBaseOperator,
+    current_try,
     fail_now,
     file_label,
     resolve_files,
@@ -68,7 +69,7 @@ class DocsignAddEnvelopeItemsOperator(DocsignBaseOperator):
             ) from err
         self.push_envelope_link(context, envelope_id)
         names = [file_label(f) for f in files]
-        try_number = int(getattr(context["ti"], "try_number", 1) or 1)
+        try_number = current_try(context)
         try:
             before = self.hook.get_envelope(envelope_id)
             self.push_envelope_link(context, envelope_id, before)
@@ -282,7 +283,7 @@ class DocsignDeleteEnvelopeItemOperator(DocsignBaseOperator):
         item_id = str(self.envelope_item_id)
         envelope = self.read_envelope(context, envelope_id)
         if item_id not in envelope.item_ids:
-            try_number = int(getattr(context["ti"], "try_number", 1) or 1)
+            try_number = current_try(context)
             if try_number > 1:
                 self.log.info(
                     "Item %s is no longer in envelope %s: deleted by a previous try", item_id, envelope_id

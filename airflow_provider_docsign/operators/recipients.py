@@ -12,6 +12,7 @@ from airflow_provider_docsign.models import EnvelopeStatus
 from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
     DocsignBaseOperator,
+    current_try,
     fail_now,
     field_problems,
     status_value,
@@ -209,7 +210,7 @@ class DocsignAddRecipientsOperator(DocsignBaseOperator):
             return (str(email or "").lower(), str(role or ""))
 
         existing = {key(r.email, r.role): r.id for r in envelope.recipients}
-        try_number = int(getattr(context["ti"], "try_number", 1) or 1)
+        try_number = current_try(context)
         ids: list[int | None] = [None] * len(recipients)
         to_add: list[int] = []
         for n, r in enumerate(recipients):
@@ -285,7 +286,7 @@ class DocsignAddFieldsOperator(DocsignBaseOperator):
         problems = field_problems(fields, envelope=envelope, page_counts=counts)
         if problems:
             raise fail_now(DocsignValidationError(problems, context=f"fields for envelope {envelope_id}"))
-        try_number = int(getattr(context["ti"], "try_number", 1) or 1)
+        try_number = current_try(context)
         if try_number > 1:
             found = _matching_fields(envelope, fields)
             if found is not None:
