@@ -78,7 +78,8 @@ def get_provider_info() -> dict[str, Any]:
                 "conn-fields": {
                     "timeout": {
                         "label": "Timeout (seconds)",
-                        "description": "Request timeout in seconds for connect and read (default 30).",
+                        "description": "Request timeout in seconds (default: 10 s to connect, 60 s to read; "
+                        "the extra JSON also takes [connect, read]).",
                         "schema": {"type": ["number", "null"], "minimum": 0},
                     },
                     "verify": {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -147,6 +148,12 @@ def test_write_timeout_is_ambiguous(sandbox: SandboxServer, envelope: str) -> No
         slow.update_envelope(envelope, title="Slow")
     assert "read the resource back" in str(info.value)
     sandbox.clear_faults()
+    # The server is still working on the delayed write; wait (bounded) until it has answered, so
+    # its late entry does not land in the request log of a later test.
+    deadline = time.monotonic() + 15
+    while not any(r["path"] == "/envelope/update" for r in sandbox.requests()):
+        assert time.monotonic() < deadline, "the delayed write never completed at the sandbox"
+        time.sleep(0.1)
 
 
 def test_unreachable_service_read_raises_connection_error(sandbox: SandboxServer) -> None:
