@@ -10,6 +10,7 @@ import email.utils
 import json
 import logging
 import random
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -384,8 +385,20 @@ def api_error(
     return cls(redact(message), **kwargs)
 
 
+#: Recipient signing tokens and the signing URLs built from them are bearer credentials: anyone who
+#: holds one can sign as that recipient. They are blanked even in DEBUG logs.
+_SIGNING_TOKEN = re.compile(r'("token"\s*:\s*")[^"]*(")|(/sign/)[^"\s/?#]+')
+
+
+def _blank_tokens(text: str) -> str:
+    return _SIGNING_TOKEN.sub(lambda m: f"{m[1]}***{m[2]}" if m[1] else f"{m[3]}***", text)
+
+
 def log_response_body(method: str, path: str, status: int, body: bytes, redact: Redactor) -> None:
-    """Log an (error or JSON) response body at DEBUG only: it may hold signers' names and e-mails."""
+    """Log an (error or JSON) response body at DEBUG only: it may hold signers' names and e-mails.
+
+    The API key and every recipient signing token (and signing URL) are blanked first.
+    """
     if log.isEnabledFor(logging.DEBUG):
         text = body[:2048].decode("utf-8", "replace")
-        log.debug("Docsign %s %s -> %s body: %s", method, path, status, redact(text))
+        log.debug("Docsign %s %s -> %s body: %s", method, path, status, _blank_tokens(redact(text)))

@@ -156,3 +156,42 @@ def test_api_key_never_leaks(
     for where, text in (("logs", log_text), ("stdout", out), ("stderr", err), ("results", "\n".join(seen))):
         assert api_key not in text, f"the API key leaked into {where}"
     assert len(seen) > 40
+
+
+def test_signing_tokens_never_reach_debug_logs(
+    docsign_conn: str,
+    sandbox: SandboxServer,
+    make_pdf: Callable[..., Path],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Signing tokens are bearer credentials: the hook's DEBUG body logs blank them and their URLs."""
+    caplog.set_level(logging.DEBUG, logger="airflow_provider_docsign")
+    hook = DocsignHook(docsign_conn)
+    signer = {
+        "email": "token@example.com",
+        "name": "Token Holder",
+        "role": "SIGNER",
+        "fields": [
+            {
+                "identifier": 0,
+                "type": "SIGNATURE",
+                "page": 1,
+                "positionX": 10,
+                "positionY": 10,
+                "width": 20,
+                "height": 5,
+            }
+        ],
+    }
+    envelope_id = hook.create_envelope(title="Tokens", files=[make_pdf("t.pdf")], recipients=[signer])
+    answer = hook.distribute_envelope(envelope_id)
+    hook.get_envelope(envelope_id)
+    tokens = [r["token"] for r in answer["recipients"]]
+    assert tokens
+    assert all(len(t) > 8 for t in tokens)
+    bodies = [r.getMessage() for r in caplog.records if "body:" in r.getMessage()]
+    assert any("/envelope/distribute" in b for b in bodies), "expected the distribute body at DEBUG"
+    for token in tokens:
+        assert all(token not in b for b in bodies)
+    assert any('"token":"***"' in b for b in bodies)
+    assert any("/sign/***" in b for b in bodies)
