@@ -22,7 +22,7 @@ from airflow_provider_docsign.operators._base import (
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
-    from airflow_provider_docsign.models import Envelope
+    from airflow_provider_docsign.models import Envelope, EnvelopeItem
 
 __all__ = [
     "DocsignAddEnvelopeItemsOperator",
@@ -138,7 +138,7 @@ class DocsignAddEnvelopeItemsOperator(DocsignBaseOperator):
 class DocsignUpdateEnvelopeItemsOperator(DocsignBaseOperator):
     """Rename and reorder the items of an envelope, then verify that the service applied it.
 
-    The envelope is read again after the update, and the task fails if any item's title or order is
+    The envelope is read back after the update, and the task fails if any item's title or order is
     not what was asked (the service has been seen to answer 200 and leave an order unchanged).
 
     Returns the envelope's items after the update, ``[{"id", "title", "order"}]`` sorted by order.
@@ -172,8 +172,11 @@ class DocsignUpdateEnvelopeItemsOperator(DocsignBaseOperator):
         ]
         if unknown:
             raise fail_now(DocsignValidationError(unknown, context="items"))
+        # On success the hook has already read the envelope back; its items are used for the check
+        # below instead of a third read. Only a lost or unapplied answer needs a fresh read.
+        after_items: list[EnvelopeItem] | None = None
         try:
-            self.hook.update_envelope_items(envelope_id, items)
+            after_items = self.hook.update_envelope_items(envelope_id, items)
         except PERMANENT_ERRORS as err:
             raise fail_now(err) from err
         except DocsignAmbiguousWriteError:
@@ -185,8 +188,9 @@ class DocsignUpdateEnvelopeItemsOperator(DocsignBaseOperator):
             # The hook read the envelope back and found the change missing (a 200 that was not applied);
             # the check below names every difference.
             self.log.error("The service answered the update but did not apply it: %s", err.message)
-        after = self.hook.get_envelope(envelope_id)
-        by_id = {item.id: item for item in after.items}
+        if after_items is None:
+            after_items = list(self.hook.get_envelope(envelope_id).items)
+        by_id = {item.id: item for item in after_items}
         problems: list[str] = []
         for item in items:
             current = by_id.get(item["envelopeItemId"])
@@ -201,7 +205,7 @@ class DocsignUpdateEnvelopeItemsOperator(DocsignBaseOperator):
             raise AirflowFailException(
                 f"The service did not apply the item update of envelope {envelope_id}: " + "; ".join(problems)
             )
-        final = [{"id": i.id, "title": i.title, "order": i.order} for i in after.items]
+        final = [{"id": i.id, "title": i.title, "order": i.order} for i in after_items]
         self.log.info("Items of envelope %s: %s", envelope_id, final)
         return final
 
