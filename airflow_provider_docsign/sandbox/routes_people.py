@@ -55,6 +55,14 @@ def _open_envelope(state: SandboxState, envelope_id: str, path: str) -> Obj:
     return env
 
 
+def _item_of(state: SandboxState, env: Obj, item_id: str | None, path: str) -> Obj:
+    """The envelope item ``item_id`` of ``env`` (INVALID_REQUEST when missing or of another envelope)."""
+    item = state.store.get("item", item_id) if item_id else None
+    if item is None or item["envelopeId"] != env["id"]:
+        raise app_error(path, "INVALID_REQUEST", "Envelope item not found in this envelope")
+    return item
+
+
 # -- recipients -------------------------------------------------------------------------------------
 @router.get("/envelope/recipient/{recipient_id}")
 async def get_recipient(request: Request, recipient_id: str) -> Response:
@@ -223,10 +231,8 @@ async def create_fields(request: Request) -> Response:
         created = []
         for spec in body["data"]:
             _field_target(state, env, int(spec["recipientId"]), path)
-            item_id = spec.get("envelopeItemId") or (items[0]["id"] if items else None)
-            item = store.get("item", item_id) if item_id else None
-            if item is None or item["envelopeId"] != env["id"]:
-                raise app_error(path, "INVALID_REQUEST", "Envelope item not found in this envelope")
+            default_item = items[0]["id"] if items else None  # the service defaults to the first item
+            item = _item_of(state, env, spec.get("envelopeItemId") or default_item, path)
             if "placeholder" in spec and "page" not in spec:
                 raise app_error(path, "INVALID_BODY", f'Placeholder "{spec["placeholder"]}" not found in PDF')
             fld = new_field(env["id"], item["id"], int(spec["recipientId"]), spec, store.next_value("field"))
@@ -258,10 +264,7 @@ async def update_fields(request: Request) -> Response:
             # Real v2.17.0 bug (documenso-api-v2.md section 6): the service reads pageNumber/pageX/pageY,
             # so page, positionX and positionY sent by the API are silently ignored.
             if spec.get("envelopeItemId"):
-                item = store.get("item", spec["envelopeItemId"])
-                if item is None or item["envelopeId"] != env["id"]:
-                    raise app_error(path, "INVALID_REQUEST", "Envelope item not found in this envelope")
-                fld["envelopeItemId"] = item["id"]
+                fld["envelopeItemId"] = _item_of(state, env, spec["envelopeItemId"], path)["id"]
             for key in ("width", "height"):
                 if key in spec:
                     fld[key] = spec[key]
