@@ -31,13 +31,12 @@ os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "INFO")
 os.environ.pop("AIRFLOW_CONN_DOCSIGN_DEFAULT", None)
 
 import pytest  # noqa: E402
-from helpers import conn_json  # noqa: E402
+from helpers import SPEC_DIR, conn_json  # noqa: E402
 
 from airflow_provider_docsign.samples import write_sample_pdf  # noqa: E402
 from airflow_provider_docsign.sandbox import SandboxServer  # noqa: E402
 
 API_KEY = "api_sandboxtestkey01"
-SPEC_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "spec"
 
 
 @pytest.fixture(scope="session")
@@ -48,8 +47,7 @@ def api_key() -> str:
 
 @pytest.fixture(scope="session")
 def spec_dir() -> Path:
-    """``../shared/spec`` beside the repository: the real service's recorded responses and OpenAPI."""
-    assert SPEC_DIR.is_dir(), f"expected the shared spec at {SPEC_DIR}"
+    """The committed contract fixtures: ``recorded/`` real responses and ``openapi-facts.json``."""
     return SPEC_DIR
 
 

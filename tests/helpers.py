@@ -10,6 +10,12 @@ if TYPE_CHECKING:
     from airflow_provider_docsign.hooks.docsign import DocsignHook
     from airflow_provider_docsign.sandbox import SandboxServer
 
+# The Documenso version the contract fixtures were recorded from (and the sandbox follows).
+DOCUMENSO_VERSION = "2.17"
+# Committed contract fixtures: ``recorded/`` real responses and ``openapi-facts.json``, the facts-only
+# extract of that version's OpenAPI document made by ``scripts/extract_contract.py``.
+SPEC_DIR = Path(__file__).resolve().parent / "contract" / "data" / f"documenso-{DOCUMENSO_VERSION}"
+
 
 def sig(**overrides: Any) -> dict[str, Any]:
     """A SIGNATURE field on page 1 of the first document, with any key overridden."""

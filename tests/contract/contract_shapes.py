@@ -73,7 +73,7 @@ def _openapi(spec_file: str) -> dict[str, Any]:
 
 def response_schema(spec_dir: Path, method: str, template: str, status: int) -> dict[str, Any] | None:
     """The JSON response schema the OpenAPI document declares (None if it declares none)."""
-    doc = _openapi(str(spec_dir / "documenso-openapi-v2.json"))
+    doc = _openapi(str(spec_dir / "openapi-facts.json"))
     operation = doc["paths"][template][method.lower()]
     response = operation["responses"].get(str(status))
     if response is None and status >= 400:

@@ -1,4 +1,4 @@
-"""For each real response recorded in ``../shared/spec/recorded/``, the sandbox's answer to the same
+"""For each real response recorded in ``data/documenso-2.17/recorded/``, the sandbox's answer to the same
 request has the same status, content type, key set and JSON types at every level."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import requests
 from contract_shapes import shape_diff, validate_response
+from helpers import SPEC_DIR
 
 from airflow_provider_docsign.samples import write_sample_pdf
 from airflow_provider_docsign.sandbox import SandboxServer
@@ -244,7 +245,7 @@ ERROR_CASES: dict[str, Case] = {
 
 JSON_RECORDINGS = sorted(
     p.stem
-    for p in (Path(__file__).resolve().parents[2].parent / "shared" / "spec" / "recorded").glob("*.json")
+    for p in (SPEC_DIR / "recorded").glob("*.json")
     if not p.stem.endswith("_request_payload") and not p.stem.endswith("_request")
 )
 
