@@ -83,20 +83,15 @@ def _cleanup(hook: DocsignHook, run: SystemRun) -> list[str]:
                     ids[summary.id] = None
         except DocsignError as exc:
             failures.append(f"search in {folder_id or 'the root'}: {exc}")
-    for envelope_id in ids:
+    removals = [(f"envelope {i}", hook.delete_envelope, i) for i in ids]
+    removals += [(f"folder {f}", hook.delete_folder, f) for f in [*run.folder_ids, run.folder_id]]
+    for what, delete, ident in removals:
         try:
-            hook.delete_envelope(envelope_id)
+            delete(ident)
         except DocsignNotFoundError:
-            pass
+            pass  # already gone (a test deleted it, or deleting its folder moved it)
         except DocsignError as exc:
-            failures.append(f"envelope {envelope_id}: {exc}")
-    for folder_id in [*run.folder_ids, run.folder_id]:
-        try:
-            hook.delete_folder(folder_id)
-        except DocsignNotFoundError:
-            pass
-        except DocsignError as exc:
-            failures.append(f"folder {folder_id}: {exc}")
+            failures.append(f"{what}: {exc}")
     return failures
 
 
