@@ -38,6 +38,7 @@ __all__ = [
     "SignerCertificate",
     "TrustPolicy",
     "UnreadablePdfError",
+    "certificate_fingerprints",
     "normalize_fingerprint",
     "verify_pdf_signatures",
 ]
@@ -70,6 +71,18 @@ def normalize_fingerprint(value: str) -> str:
     if not _FINGERPRINT_RE.match(text):
         raise ValueError(f"{value!r} is not a SHA-256 fingerprint (64 hex digits, ':' separators allowed)")
     return text
+
+
+def certificate_fingerprints(pem: bytes | str) -> list[str]:
+    """The SHA-256 fingerprints (lower-case hex) of every certificate in a PEM document.
+
+    Use it to pin an instance's sealing certificate (connection extra
+    ``signing_certificate_fingerprints``) from its PEM file.
+
+    :param pem: The PEM text.
+    """
+    policy = TrustPolicy.build(pem=[pem])
+    return [hashlib.sha256(der).hexdigest() for der in (policy.certificates if policy else ())]
 
 
 @dataclass(frozen=True)
