@@ -93,6 +93,12 @@ def get_provider_info() -> dict[str, Any]:
                         "(default: the base URL without /api/v2).",
                         "schema": {"type": ["string", "null"]},
                     },
+                    "signing_certificate_fingerprints": {
+                        "label": "Signing certificate fingerprints",
+                        "description": "SHA-256 fingerprints (comma-separated) of the instance's sealing "
+                        "certificate; archived signed PDFs must be sealed with one of them.",
+                        "schema": {"type": ["string", "null"]},
+                    },
                 },
             }
         ],

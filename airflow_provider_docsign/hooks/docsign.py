@@ -1149,6 +1149,11 @@ class DocsignHook(BaseHook):
                 widget=BS3TextFieldWidget(),
                 description="For links to envelopes (default: the base URL without /api/v2).",
             ),
+            "signing_certificate_fingerprints": StringField(
+                lazy_gettext("Signing certificate fingerprints"),
+                widget=BS3TextFieldWidget(),
+                description="SHA-256 fingerprints (comma-separated) of the instance's sealing certificate.",
+            ),
         }
 
     # -- async path (trigger) ---------------------------------------------------------------------

@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse, Response
 from . import lifecycle, routes_control, routes_envelopes, routes_folders, routes_items, routes_people
 from .errors import ApiError, not_found_route
 from .faults import SandboxMiddleware, Traffic
+from .sealing import Sealer
 from .state import SandboxState
 from .store import Store
 
@@ -50,6 +51,7 @@ def create_app(
         auto_sign_after=auto_sign_after,
         seal_delay=seal_delay,
         traffic=traffic,
+        sealer=Sealer(data_dir),  # key and self-signed certificate made on the first start
     )
 
     @contextlib.asynccontextmanager
