@@ -40,6 +40,8 @@ __all__ = [
     "TemplateUse",
     "UsedRecipient",
     "describe_template",
+    "resolve_prefill",
+    "resolve_replacements",
     "validate_use_payload",
 ]
 
@@ -473,6 +475,42 @@ def validate_use_payload(
         payload["formValues"] = dict(form_values)
     payload["distributeDocument"] = bool(distribute)
     return payload, sources, names
+
+
+def resolve_prefill(template: Envelope, prefill_fields: Any) -> dict[int, Any]:
+    """Prefill values by template field id, checked as :func:`validate_use_payload` checks them.
+
+    :param template: The template.
+    :param prefill_fields: ``[{"id" or "label", "value"}]`` or ``{label: value}``.
+    :raises DocsignValidationError: listing every problem found.
+    """
+    problems: list[str] = []
+    entries = _prefill(prefill_fields, template, problems)
+    if problems:
+        raise DocsignValidationError(problems, f"prefill_fields for {template.id}")
+    return {int(e["id"]): e["value"] for e in entries}
+
+
+def resolve_replacements(template: Envelope, files: Any) -> dict[str, Any]:
+    """Replacement PDF sources by template item id (the keys resolved as ``use_template`` resolves them).
+
+    Page counts are not checked here: the preview draws and flags fields on pages a replacement lacks.
+
+    :param template: The template.
+    :param files: ``{item id or title: source}`` or a list in item order.
+    :raises DocsignValidationError: if a key matches no item.
+    """
+    if files is None:
+        return {}
+    if isinstance(files, str | bytes | os.PathLike):
+        files = [files]
+    problems: list[str] = []
+    stripped = Envelope.from_json({**template.raw, "fields": []})
+    sources, _, custom = _replacements(files, stripped, problems)
+    problems = [p for p in problems if p.startswith("files")]
+    if problems:
+        raise DocsignValidationError(problems, f"replacement files for {template.id}")
+    return {c["envelopeItemId"]: src for c, src in zip(custom, sources, strict=True)}
 
 
 def describe_template(template: Envelope) -> list[str]:
