@@ -143,3 +143,18 @@ def test_a_document_is_not_a_template(hook: DocsignHook, make_pdf: Callable[...,
     doc = hook.create_envelope(title="Plain", files=[make_pdf()])
     with pytest.raises(DocsignValidationError, match="not a TEMPLATE"):
         hook.get_template(doc)
+
+
+def test_show_command_prints_recipients_and_fields_by_label(
+    template_id: str, docsign_conn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from airflow_provider_docsign.templates import main
+
+    assert main(["show", template_id, "--conn-id", docsign_conn]) == 0
+    out = capsys.readouterr().out
+    assert f"Template {template_id}" in out
+    assert "SIGNER  name 'Customer'" in out
+    assert "CC  name 'Legal'" in out
+    assert "(optional)" in out
+    assert "TEXT  label 'company'" in out
+    assert "NUMBER  label 'amount'" in out
