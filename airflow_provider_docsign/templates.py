@@ -30,6 +30,7 @@ from airflow_provider_docsign.payloads import (
     _EMAIL,
     MAX_EMAIL_LENGTH,
     MAX_TEXT_LENGTH,
+    SIGNATURE_FIELD_TYPES,
     PdfFile,
     inspect_files,
 )
@@ -440,6 +441,15 @@ def validate_use_payload(
     if (template.type or "TEMPLATE") != "TEMPLATE":
         problems.append(f"{template.id} is a {template.type}, not a TEMPLATE")
     mapped = _map_recipients(recipients, template, problems)
+    if distribute:
+        for r in template.recipients:
+            if r.role == "SIGNER" and not any(
+                f.recipient_id == r.id and (f.type or "") in SIGNATURE_FIELD_TYPES for f in template.fields
+            ):
+                problems.append(
+                    f"{_recipient_who(r)} is a SIGNER without a signature field: the envelope would be "
+                    "created but could not be sent"
+                )
     prefill = _prefill(prefill_fields, template, problems)
     sources, names, custom = _replacements(files, template, problems)
     if external_id is not None and (not isinstance(external_id, str) or len(external_id.strip()) > 255):

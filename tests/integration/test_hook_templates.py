@@ -158,3 +158,13 @@ def test_show_command_prints_recipients_and_fields_by_label(
     assert "(optional)" in out
     assert "TEXT  label 'company'" in out
     assert "NUMBER  label 'amount'" in out
+
+
+def test_use_into_a_document_folder(hook: DocsignHook, template_id: str) -> None:
+    folder = hook.create_folder(f"Onboarding {uuid.uuid4().hex[:6]}")
+    ext = f"in-folder-{uuid.uuid4().hex[:8]}"
+    result = hook.use_template(template_id, recipients=mapped(), external_id=ext, folder_id=folder.id)
+    assert [e.id for e in hook.find_envelopes_by_external_id(ext, folder_id=folder.id)] == [
+        result.envelope_id
+    ]
+    assert hook.find_envelopes_by_external_id(ext) == []

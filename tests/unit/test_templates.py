@@ -196,3 +196,13 @@ def test_describe_lists_labels_and_ids() -> None:
     assert "(prefill)" in lines
     assert "field 906  SIGNATURE" in lines
     assert "(signer fills)" in lines
+
+
+def test_sending_needs_a_signature_field_for_every_signer() -> None:
+    data = json.loads((RECORDED / "21_template_get.json").read_text())
+    data["fields"] = [f for f in data["fields"] if f["type"] != "SIGNATURE"]
+    template = Envelope.from_json(data)
+    payload, _, _ = validate_use_payload(template, recipients=_customer())  # a draft is fine
+    assert payload["distributeDocument"] is False
+    with pytest.raises(DocsignValidationError, match="SIGNER without a signature field"):
+        validate_use_payload(template, recipients=_customer(), distribute=True)
