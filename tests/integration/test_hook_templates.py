@@ -168,3 +168,16 @@ def test_use_into_a_document_folder(hook: DocsignHook, template_id: str) -> None
         result.envelope_id
     ]
     assert hook.find_envelopes_by_external_id(ext) == []
+
+
+def test_use_never_logs_signing_tokens_or_the_key(
+    hook: DocsignHook, template_id: str, api_key: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG", logger="airflow_provider_docsign")
+    result = hook.use_template(template_id, recipients=mapped(), distribute=True)
+    tokens = [str(r.raw["token"]) for r in result.recipients]
+    assert all(tokens)
+    assert "/envelope/use" in caplog.text  # the body was logged at DEBUG ...
+    for secret in (*tokens, api_key):
+        assert secret not in caplog.text  # ... with the tokens and the key blanked
+    assert "token" not in repr(result)
