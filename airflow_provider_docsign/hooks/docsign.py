@@ -79,6 +79,7 @@ from airflow_provider_docsign.hooks._http import (
     settings_from_connection,
 )
 from airflow_provider_docsign.hooks._io import make_sink
+from airflow_provider_docsign.hooks._templates import TemplateMethods
 from airflow_provider_docsign.hooks._transfer import multipart_body, stream_download
 from airflow_provider_docsign.models import (
     DownloadResult,
@@ -174,7 +175,7 @@ def _shared_ssl_context(verify: bool | str) -> ssl.SSLContext | bool:
     return ssl.create_default_context(cafile=verify if isinstance(verify, str) else certifi.where())
 
 
-class DocsignHook(BaseHook):
+class DocsignHook(TemplateMethods, BaseHook):
     """Interact with a Documenso v2 (envelope API) signing service.
 
     The connection is looked up lazily, on first use, never in ``__init__``.
@@ -286,7 +287,7 @@ class DocsignHook(BaseHook):
         return self.settings.base_url + call.path
 
     def _ambiguous(self, call: Call, reason: str, external_id: str | None) -> DocsignAmbiguousWriteError:
-        if call.path == "/envelope/create":
+        if call.path in ("/envelope/create", "/envelope/use"):
             if external_id:
                 advice = (
                     f"do not simply retry: look it up first with "

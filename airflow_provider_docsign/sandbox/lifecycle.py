@@ -15,7 +15,7 @@ import os
 import time
 from typing import Any
 
-from . import pdfops
+from . import pdfops, prefill
 from .errors import app_error, plain_error
 from .ids import cuid, iso, iso_in
 from .schemas import SIGNATURE_TYPES
@@ -74,6 +74,8 @@ def distribute(
         if meta:
             env["documentMeta"].update({k: v for k, v in meta.items()})
         method = env["documentMeta"].get("distributionMethod", "EMAIL")
+        # Real service: prefilled fields are inserted when their recipient is first sent the envelope.
+        prefill.auto_insert(store, envelope_id)
         now = iso()
         for rec in recipients:
             if rec["role"] == "CC" or rec["signingStatus"] == "SIGNED":

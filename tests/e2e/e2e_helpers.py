@@ -15,6 +15,7 @@ EXAMPLE_DAG_IDS = {
     "docsign_bulk_signing",
     "docsign_folders",
     "docsign_rejected_signer",
+    "docsign_template_onboarding",
 }
 
 
