@@ -102,3 +102,28 @@ def readme_problems(text: str, folder: Path) -> list[str]:
             found = dag_problems(block, folder)
         problems += found
     return problems
+
+
+def printed_formats(script: str) -> list[re.Pattern[str]]:
+    """A pattern per string and f-string in a script: literal parts exact, every ``{value}`` any text."""
+    patterns = []
+    for node in ast.walk(ast.parse(script)):
+        if isinstance(node, ast.JoinedStr):
+            parts = [re.escape(v.value) if isinstance(v, ast.Constant) else ".+?" for v in node.values]
+            patterns.append(re.compile("".join(parts)))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip():
+            patterns.append(re.compile(re.escape(node.value)))
+    return patterns
+
+
+def demo_output_problems(readme: str, script: str) -> list[str]:
+    """Lines of the README's sample demo output that the demo script cannot print."""
+    start = readme.index("`make demo` starts the sandbox")
+    begin = readme.index("```text\n", start) + len("```text\n")
+    block = readme[begin : readme.index("\n```", begin)]
+    patterns = printed_formats(script)
+    return [
+        f"README demo output line {line!r} matches nothing scripts/demo.py prints"
+        for line in block.splitlines()
+        if line.strip() and not any(p.fullmatch(line) for p in patterns)
+    ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from readme_check import python_blocks, readme_problems
+from readme_check import demo_output_problems, python_blocks, readme_problems
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -71,3 +71,17 @@ def test_a_broken_dag_sample_is_caught(tmp_path: Path, airflow_db: str, change: 
     problems = readme_problems(broken, tmp_path / "broken")
     assert len(problems) == 1
     assert expected in problems[0]
+
+
+DEMO = Path(__file__).resolve().parents[2] / "scripts" / "demo.py"
+
+
+def test_the_readme_demo_output_is_what_the_demo_prints() -> None:
+    assert demo_output_problems(README.read_text(), DEMO.read_text()) == []
+
+
+def test_a_stale_demo_output_line_is_caught() -> None:
+    stale = README.read_text().replace("[demo] run state : success", "archive folder : .demo/archive/x")
+    assert demo_output_problems(stale, DEMO.read_text()) == [
+        "README demo output line 'archive folder : .demo/archive/x' matches nothing scripts/demo.py prints"
+    ]
