@@ -149,6 +149,8 @@ class Stack:
     :param auto_sign_after: Seconds after distribution at which the sandbox's signers sign.
     :param poke_interval: The example DAGs' sensor poke interval in seconds.
     :param worker_concurrency: Task slots per Celery worker.
+    :param state_file: Where to record PIDs for ``down`` (``make stack``); None for a stack that is
+        stopped by the process that started it (the tests).
     """
 
     def __init__(
@@ -158,7 +160,9 @@ class Stack:
         auto_sign_after: float = 15.0,
         poke_interval: float = 3.0,
         worker_concurrency: int = 4,
+        state_file: Path | None = None,
     ) -> None:
+        self.state_file = state_file
         self.base = base or Path(tempfile.mkdtemp(prefix="docsign-stack-"))
         self.auto_sign_after = auto_sign_after
         self.poke_interval = poke_interval
@@ -293,10 +297,12 @@ class Stack:
         self.save()
 
     def save(self) -> None:
-        """Record the ports and PIDs in ``.stack/stack.json`` (read by ``down``)."""
-        STATE_DIR.mkdir(exist_ok=True)
+        """Record the ports and PIDs in the state file (read by ``down``), if there is one."""
+        if self.state_file is None:
+            return
+        self.state_file.parent.mkdir(exist_ok=True)
         state = {"base": str(self.base), "ports": self.ports, "procs": self.procs}
-        STATE_FILE.write_text(json.dumps(state, indent=2))
+        self.state_file.write_text(json.dumps(state, indent=2))
 
     def alive(self, name: str) -> bool:
         """Whether component ``name`` is still the running process this stack started."""
@@ -534,8 +540,8 @@ class Stack:
         for log in self._logs:
             log.close()
         self._logs.clear()
-        with contextlib.suppress(FileNotFoundError):
-            STATE_FILE.unlink()
+        if self.state_file is not None:
+            self.state_file.unlink(missing_ok=True)
 
     def summary(self) -> str:
         """What ``make stack`` prints: URLs, login, connection ids."""
@@ -577,7 +583,7 @@ def up() -> int:
     if STATE_FILE.exists():
         print("[stack] a stack is already running; `make stack-down` first", file=sys.stderr)
         return 1
-    stack = Stack()
+    stack = Stack(state_file=STATE_FILE)
     try:
         stack.start()
     except (StackError, subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
