@@ -170,6 +170,7 @@ class Stack:
         self.ports = {name: _free_port() for name in ("postgres", "redis", "s3", "sandbox", "api")}
         self.password = secrets.token_urlsafe(12)
         self.procs: dict[str, dict[str, Any]] = {}
+        self.stopped: set[str] = set()  # stopped on purpose (restart tests): not a failure
         self._popen: dict[str, subprocess.Popen[bytes]] = {}
         self._logs: list[IO[bytes]] = []
         self.bindir: Path | None = None
@@ -293,6 +294,7 @@ class Stack:
             **kwargs,
         )
         self._popen[name] = proc
+        self.stopped.discard(name)
         self.procs[name] = {"pid": proc.pid, "started": _start_time(proc.pid), "cmd": cmd[:4]}
         self.save()
 
@@ -311,7 +313,7 @@ class Stack:
 
     def assert_alive(self) -> None:
         """Raise :class:`StackError` with the output of any component that exited."""
-        dead = [name for name in self.procs if not self.alive(name)]
+        dead = [name for name in self.procs if name not in self.stopped and not self.alive(name)]
         if dead:
             tails = "\n".join(f"--- {n}\n{self.log(n)[-2000:]}" for n in dead)
             raise StackError(f"stack processes exited: {dead}\n{tails}")
@@ -509,12 +511,37 @@ class Stack:
 
     def stop_component(self, name: str, sig: int = signal.SIGTERM) -> None:
         """Stop one component by its PID (``SIGKILL`` to simulate losing a host)."""
+        self.stopped.add(name)
         info = self.procs[name]
         stop_pid(info["pid"], info["started"], sig)
         proc = self._popen.get(name)
         if proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=STOP_TIMEOUT)
+
+    def kill_host(self, name: str) -> list[int]:
+        """Lose worker ``name`` as if its host died.
+
+        SIGKILL its process group and every process still working in its home (a task process may
+        have left the group). Returns the PIDs killed.
+        """
+        self.stopped.add(name)
+        home = str(self.home(name))
+        info = self.procs[name]
+        victims = [info["pid"]] if _alive(info["pid"], info["started"]) else []
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(info["pid"], signal.SIGKILL)
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError):
+                if os.readlink(entry / "cwd").startswith(home):
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    victims.append(int(entry.name))
+        proc = self._popen.get(name)
+        if proc is not None:
+            proc.wait(timeout=STOP_TIMEOUT)
+        return victims
 
     def _make_buckets(self) -> None:
         import boto3

@@ -56,7 +56,8 @@ class Api:
         deadline = time.monotonic() + timeout
         for _ in range(int(timeout / interval) + 1):
             self.stack.assert_alive()
-            with contextlib.suppress(requests.RequestException):
+            # Not there yet: a task instance not created, a component still starting.
+            with contextlib.suppress(requests.RequestException, ValueError, KeyError):
                 result = check()
                 done = result.ok if isinstance(result, requests.Response) else result not in (None, False)
                 if done:
