@@ -237,6 +237,8 @@ class Stack:
                 "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USERNAME}:admin",
                 "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.base / "passwords.json"),
                 "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{api}/execution/",
+                # The connection form's Test button (off by default in Airflow 3).
+                "AIRFLOW__CORE__TEST_CONNECTION": "Enabled",
                 "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": self.sql_conn,
                 "AIRFLOW__CELERY__BROKER_URL": f"redis://127.0.0.1:{self.ports['redis']}/0",
                 "AIRFLOW__CELERY__RESULT_BACKEND": f"db+postgresql+psycopg2://airflow@127.0.0.1:{self.ports['postgres']}/airflow",
