@@ -149,6 +149,8 @@ class Stack:
     :param auto_sign_after: Seconds after distribution at which the sandbox's signers sign.
     :param poke_interval: The example DAGs' sensor poke interval in seconds.
     :param worker_concurrency: Task slots per Celery worker.
+    :param executor: ``"celery"`` (PostgreSQL, Redis, two workers) or ``"local"`` (LocalExecutor on
+        SQLite, no workers: the single-machine baseline of ``bench/bench_distributed.py``).
     :param state_file: Where to record PIDs for ``down`` (``make stack``); None for a stack that is
         stopped by the process that started it (the tests).
     """
@@ -161,8 +163,10 @@ class Stack:
         poke_interval: float = 3.0,
         worker_concurrency: int = 4,
         state_file: Path | None = None,
+        executor: str = "celery",
     ) -> None:
         self.state_file = state_file
+        self.local = executor == "local"
         self.base = base or Path(tempfile.mkdtemp(prefix="docsign-stack-"))
         self.auto_sign_after = auto_sign_after
         self.poke_interval = poke_interval
@@ -194,6 +198,8 @@ class Stack:
     @property
     def sql_conn(self) -> str:
         """The metadata database's SQLAlchemy URL."""
+        if self.local:
+            return f"sqlite:///{self.base / 'airflow.db'}"
         return f"postgresql+psycopg2://airflow@127.0.0.1:{self.ports['postgres']}/airflow"
 
     def log_path(self, name: str) -> Path:
@@ -230,8 +236,9 @@ class Stack:
                 "AIRFLOW_HOME": str(self.base / "airflow-home"),
                 "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
                 "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-                "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
-                "AIRFLOW__CORE__PARALLELISM": "32",
+                "AIRFLOW__CORE__EXECUTOR": "LocalExecutor" if self.local else "CeleryExecutor",
+                # Celery: 2 workers x worker_concurrency slots; LocalExecutor: the same 8 slots.
+                "AIRFLOW__CORE__PARALLELISM": "8" if self.local else "32",
                 "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
                 "AIRFLOW__CORE__HOSTNAME_CALLABLE": "docsign_stack_host.hostname",
                 "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USERNAME}:admin",
@@ -398,7 +405,7 @@ class Stack:
 
     def start(self) -> Stack:
         """Start every component; on any failure stop what was started and raise :class:`StackError`."""
-        self.bindir, redis = preflight()
+        self.bindir, redis = (None, "") if self.local else preflight()
         for folder in ("logs", "support", "airflow-home", "sandbox"):
             (self.base / folder).mkdir(parents=True, exist_ok=True)
         (self.base / "support" / "docsign_stack_host.py").write_text(HOSTNAME_MODULE)
@@ -411,6 +418,11 @@ class Stack:
         return self
 
     def _start_all(self, redis: str) -> None:
+        if not self.local:
+            self._start_broker_and_db(redis)
+        self._start_services(sys.executable)
+
+    def _start_broker_and_db(self, redis: str) -> None:
         self.start_postgres()
         self._spawn(
             "redis",
@@ -428,7 +440,8 @@ class Stack:
             {"PATH": os.environ.get("PATH", "")},
             self.base,
         )
-        py = sys.executable
+
+    def _start_services(self, py: str) -> None:
         self._spawn(
             "s3",
             [py, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.ports["s3"])],
@@ -443,7 +456,7 @@ class Stack:
             str(self.auto_sign_after),
         ]
         self._spawn("sandbox", sandbox_cmd, dict(os.environ, DOCSIGN_SANDBOX_API_KEY=API_KEY), self.base)
-        for name in ("redis", "s3", "sandbox"):
+        for name in ("s3", "sandbox") if self.local else ("redis", "s3", "sandbox"):
             self._wait(name, lambda n=name: self._listening(self.ports[n]), 60)
         self._make_buckets()
 
@@ -470,10 +483,11 @@ class Stack:
         )
         self._spawn("dag-processor", [*airflow, "dag-processor"], self.airflow_env("dag-processor"), home)
         self.start_triggerer()
-        for name in WORKERS:
+        workers = () if self.local else WORKERS
+        for name in workers:
             self.start_worker(name)
         self._wait("the api-server", lambda: self._listening(self.ports["api"]))
-        for name in WORKERS:
+        for name in workers:
             self._wait(f"{name} to be ready", lambda n=name: " ready." in self.log(n))
 
     def start_triggerer(self) -> None:
