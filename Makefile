@@ -28,7 +28,7 @@ $(VENV2)/.installed: pyproject.toml Makefile
 		"apache-airflow==$(AIRFLOW2_VERSION)" -e ".[$(EXTRAS)]"
 	touch $@
 
-.PHONY: help install install-airflow2 lint typecheck test test-airflow2 demo bench clean stack stack-down
+.PHONY: help install install-airflow2 lint typecheck test test-airflow2 demo bench clean stack stack-down bench-distributed
 
 help:
 	@echo "make demo           run the contract-signing pipeline end to end against the local sandbox"
@@ -37,6 +37,7 @@ help:
 	@echo "make bench          run the benchmarks in bench/ (results in bench/results/)"
 	@echo "make stack          start a distributed Airflow $(AIRFLOW3_VERSION) on 127.0.0.1 (Celery, PostgreSQL, Redis, S3)"
 	@echo "make stack-down     stop exactly the processes make stack started"
+	@echo "make bench-distributed  the bulk DAG at scale on the stack vs LocalExecutor (bench/results/)"
 
 install: $(VENV)/.installed
 install-airflow2: $(VENV2)/.installed
@@ -66,6 +67,10 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 
 bench: $(VENV)/.bench-installed
 	$(VENV)/bin/python bench/run_all.py
+
+# Two stacks in a row (Celery + PostgreSQL, then LocalExecutor + SQLite): about 15 minutes on 2 cores.
+bench-distributed: install
+	$(VENV)/bin/python bench/bench_distributed.py
 
 stack: install
 	$(VENV)/bin/python scripts/stack.py up
