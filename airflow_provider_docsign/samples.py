@@ -7,8 +7,10 @@ object so that large test files (tens of MB) can be produced cheaply without slo
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
+from typing import Any
 
 from pypdf import PdfWriter
 from pypdf.generic import (
@@ -24,7 +26,7 @@ PAGE_SIZES: dict[str, tuple[float, float]] = {
     "A4_LANDSCAPE": (841.89, 595.28),
 }
 
-__all__ = ["PAGE_SIZES", "write_sample_pdf"]
+__all__ = ["PAGE_SIZES", "render_sample_pdf", "storage_path", "store_sample_pdf", "write_sample_pdf"]
 
 
 def _escape(text: str) -> str:
@@ -41,7 +43,31 @@ def write_sample_pdf(
 ) -> Path:
     """Write a valid PDF with ``pages`` pages to ``path`` and return the path.
 
+    For object storage (an ``ObjectStoragePath``), write :func:`render_sample_pdf`'s bytes instead.
+
     :param path: Where to write the PDF. Parent directories are created.
+    :param title: Text drawn at the top of every page.
+    :param pages: Number of pages (at least 1).
+    :param page_size: ``"A4"``, ``"LETTER"``, ``"A4_LANDSCAPE"`` or a ``(width, height)`` tuple in points.
+    :param padding_bytes: Extra bytes of incompressible filler (see :func:`render_sample_pdf`).
+    """
+    target = Path(path)
+    data = render_sample_pdf(title=title, pages=pages, page_size=page_size, padding_bytes=padding_bytes)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "wb") as fh:
+        fh.write(data)
+    return target
+
+
+def render_sample_pdf(
+    *,
+    title: str = "Sample contract",
+    pages: int = 1,
+    page_size: str | tuple[float, float] = "A4",
+    padding_bytes: int = 0,
+) -> bytes:
+    """The bytes of a valid PDF with ``pages`` pages (write them wherever: a file, S3, a request).
+
     :param title: Text drawn at the top of every page.
     :param pages: Number of pages (at least 1).
     :param page_size: ``"A4"``, ``"LETTER"``, ``"A4_LANDSCAPE"`` or a ``(width, height)`` tuple in points.
@@ -79,8 +105,39 @@ def write_sample_pdf(
         filler = DecodedStreamObject()
         filler.set_data(os.urandom(padding_bytes))
         writer.root_object[NameObject("/DocsignPadding")] = writer._add_object(filler)
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target, "wb") as fh:
-        writer.write(fh)
-    return target
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
+
+
+def storage_path(location: str | os.PathLike[str], *parts: str) -> Any:
+    """``location`` joined with ``parts`` as an ``ObjectStoragePath``.
+
+    :param location: A local directory (made absolute, ``file://``) or a URI such as
+        ``s3://aws_conn_id@bucket/prefix``; the connection id in the URI travels with every path
+        made from it, so a string handed to another task (on another worker) still names the store.
+    :param parts: Path segments appended with ``/`` (no separators inside a segment).
+    """
+    from airflow_provider_docsign._compat import ObjectStoragePath
+
+    text = os.fspath(location)
+    if "://" not in text:
+        text = "file://" + os.path.abspath(text)
+    return ObjectStoragePath("/".join([text.rstrip("/"), *parts]))
+
+
+def store_sample_pdf(target: Any, **options: Any) -> str:
+    """Write a sample PDF (see :func:`render_sample_pdf` for ``options``) to an ``ObjectStoragePath``.
+
+    Returns the target's URI as a string, which operators such as ``DocsignCreateEnvelopeOperator``
+    accept in ``files`` on any worker that can reach the store (``file://`` only on the same disk).
+
+    :param target: Where to write, an ``ObjectStoragePath`` (see :func:`storage_path`).
+    :param options: Keyword arguments of :func:`render_sample_pdf`.
+    """
+    data = render_sample_pdf(**options)
+    if target.protocol in ("file", "local", ""):
+        target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("wb") as fh:
+        fh.write(data)
+    return str(target)

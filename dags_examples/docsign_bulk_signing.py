@@ -23,7 +23,6 @@ import os
 import re
 import tempfile
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 try:
@@ -81,19 +80,21 @@ with DAG(
     @task
     def prepare(params: dict[str, Any] | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
         """Render each customer's PDF and return the keyword arguments of their envelope."""
-        from airflow_provider_docsign.samples import write_sample_pdf
+        from airflow_provider_docsign.samples import storage_path, store_sample_pdf
 
         assert params is not None
-        folder = Path(params["work_dir"]) / _safe(str(run_id))
         kwargs = []
         for customer in params["customers"]:
-            pdf = write_sample_pdf(
-                folder / f"renewal-{_safe(customer['id'])}.pdf", title=f"Renewal for {customer['name']}"
+            # A URI on the work_dir's store, not a worker's local file: each mapped create may run
+            # on another worker.
+            target = storage_path(
+                params["work_dir"], _safe(str(run_id)), f"renewal-{_safe(customer['id'])}.pdf"
             )
+            pdf = store_sample_pdf(target, title=f"Renewal for {customer['name']}")
             kwargs.append(
                 {
                     "title": f"Contract renewal - {customer['name']}",
-                    "files": [str(pdf)],
+                    "files": [pdf],
                     "recipients": [
                         {
                             "email": customer["email"],

@@ -28,7 +28,9 @@ Configuration:
   the extra ``signing_certificate_fingerprints``: the SHA-256 fingerprint of the instance's sealing
   certificate, which pins it; ``make demo`` sets it from the sandbox's ``GET /_sandbox/certificate``);
 * params ``archive_dir`` and ``work_dir`` (defaults: ``$DOCSIGN_EXAMPLE_ARCHIVE_DIR`` or
-  ``$AIRFLOW_HOME/docsign-archive``, and ``$DOCSIGN_EXAMPLE_WORK_DIR`` or a temp directory);
+  ``$AIRFLOW_HOME/docsign-archive``, and ``$DOCSIGN_EXAMPLE_WORK_DIR`` or a temp directory). Both are
+  object storage: a local directory, or a URI such as ``s3://aws_default@bucket/prefix`` when the
+  workers share no disk (the connection id in the URI names the Airflow connection of the store);
 * ``$DOCSIGN_EXAMPLE_POKE_INTERVAL``: seconds between status checks (default 60).
 """
 
@@ -38,7 +40,6 @@ import os
 import re
 import tempfile
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 try:
@@ -103,23 +104,22 @@ with DAG(
     @task(multiple_outputs=True)
     def render_pdfs(params: dict[str, Any] | None = None, run_id: str | None = None) -> dict[str, str]:
         """Render this run's PDFs (stand-in for your own document generation)."""
-        from airflow_provider_docsign.samples import write_sample_pdf
+        from airflow_provider_docsign.samples import storage_path, store_sample_pdf
 
         assert params is not None
-        folder = Path(params["work_dir"]) / re.sub(r"[^A-Za-z0-9._-]+", "_", str(run_id))
+        # work_dir is object storage (a local directory on a laptop, s3://… on a cluster): the tasks
+        # hand on URIs, so the create task may run on another worker with no shared disk.
+        run_folder = re.sub(r"[^A-Za-z0-9._-]+", "_", str(run_id))
+
+        def pdf(name: str, title: str, pages: int = 1) -> str:
+            target = storage_path(params["work_dir"], run_folder, name)
+            return store_sample_pdf(target, title=title, pages=pages)
+
         customer = params["customer_name"]
         return {
-            "agreement": str(
-                write_sample_pdf(
-                    folder / "service-agreement.pdf", title=f"Service agreement - {customer}", pages=2
-                )
-            ),
-            "annex": str(
-                write_sample_pdf(folder / "dpa-annex.pdf", title=f"Data processing annex - {customer}")
-            ),
-            "price_schedule": str(
-                write_sample_pdf(folder / "price-schedule.pdf", title=f"Price schedule - {customer}")
-            ),
+            "agreement": pdf("service-agreement.pdf", f"Service agreement - {customer}", pages=2),
+            "annex": pdf("dpa-annex.pdf", f"Data processing annex - {customer}"),
+            "price_schedule": pdf("price-schedule.pdf", f"Price schedule - {customer}"),
         }
 
     pdfs = render_pdfs()

@@ -23,7 +23,6 @@ import os
 import re
 import tempfile
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 try:
@@ -74,16 +73,18 @@ with DAG(
         dag_run: Any = None,
     ) -> dict[str, str]:
         """Name the month's folder and render the two PDFs of this run."""
-        from airflow_provider_docsign.samples import write_sample_pdf
+        from airflow_provider_docsign.samples import storage_path, store_sample_pdf
 
         assert params is not None
         # Airflow 3 runs triggered manually may have no logical date: fall back to run_after.
         when = logical_date or getattr(dag_run, "run_after", None) or datetime.now()
-        folder = Path(params["work_dir"]) / re.sub(r"[^A-Za-z0-9._-]+", "_", str(run_id))
+        run_folder = re.sub(r"[^A-Za-z0-9._-]+", "_", str(run_id))
+        nda = storage_path(params["work_dir"], run_folder, "nda.pdf")
+        order_form = storage_path(params["work_dir"], run_folder, "order-form.pdf")
         return {
             "folder_name": f"Contracts {when:%Y-%m}",
-            "nda": str(write_sample_pdf(folder / "nda.pdf", title="Mutual NDA")),
-            "order_form": str(write_sample_pdf(folder / "order-form.pdf", title="Order form")),
+            "nda": store_sample_pdf(nda, title="Mutual NDA"),
+            "order_form": store_sample_pdf(order_form, title="Order form"),
         }
 
     prepared = prepare()

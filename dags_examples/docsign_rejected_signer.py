@@ -20,7 +20,6 @@ import os
 import re
 import tempfile
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 try:
@@ -65,11 +64,12 @@ with DAG(
     @task
     def render_pdf(params: dict[str, Any] | None = None, run_id: str | None = None) -> str:
         """Render the contract PDF of this run."""
-        from airflow_provider_docsign.samples import write_sample_pdf
+        from airflow_provider_docsign.samples import storage_path, store_sample_pdf
 
         assert params is not None
-        folder = Path(params["work_dir"]) / re.sub(r"[^A-Za-z0-9._-]+", "_", str(run_id))
-        return str(write_sample_pdf(folder / "purchase-agreement.pdf", title="Purchase agreement"))
+        run_folder = re.sub(r"[^A-Za-z0-9._-]+", "_", str(run_id))
+        target = storage_path(params["work_dir"], run_folder, "purchase-agreement.pdf")
+        return store_sample_pdf(target, title="Purchase agreement")
 
     def signer(email: str, name: str, x: float) -> dict[str, Any]:
         box = {"identifier": 0, "type": "SIGNATURE", "page": 1, "positionX": x, "positionY": 80.0}

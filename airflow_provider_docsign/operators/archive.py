@@ -138,7 +138,10 @@ class _Store:
                 raise ValueError(
                     "destination is empty: give a local directory or a URI such as s3://bucket/prefix"
                 )
-            root = ObjectStoragePath(text, conn_id=conn_id) if "://" in text else Path(text)
+            # conn_id only when given: Airflow 2.11 lets an explicit None override the connection id
+            # of a URI such as s3://conn@bucket/prefix (3.x keeps the URI's).
+            options = {"conn_id": conn_id} if conn_id else {}
+            root = ObjectStoragePath(text, **options) if "://" in text else Path(text)
         else:
             raise TypeError(
                 f"destination must be a local directory, a URI or an ObjectStoragePath, not "
