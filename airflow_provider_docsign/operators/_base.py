@@ -11,6 +11,7 @@ import datetime
 import enum
 import os
 import tempfile
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path, PurePath
@@ -155,6 +156,31 @@ def resolve_files(files: Any, *, argument: str = "files") -> list[Any]:
     if not out:
         raise ValueError(f"{argument} is empty: give at least one PDF")
     return out
+
+
+IF_EXISTS_CHOICES = ("reuse", "fail", "create")
+
+
+def check_retry_safety(
+    operator: DocsignBaseOperator, *, if_exists: str, external_id: str | None, example: str
+) -> None:
+    """Refuse an unknown ``if_exists``; warn at parse time when retries could make a duplicate.
+
+    :param operator: The creating operator (its ``task_id`` and ``retries`` are read).
+    :param if_exists: ``"reuse"``, ``"fail"`` or ``"create"``.
+    :param external_id: The operator's external id (``None`` or empty when not set).
+    :param example: An example external id for the warning, e.g. ``"contract-{{ run_id }}-<key>"``.
+    """
+    if if_exists not in IF_EXISTS_CHOICES:
+        raise ValueError(f"if_exists must be one of {IF_EXISTS_CHOICES}, not {if_exists!r}")
+    if not external_id and (operator.retries or 0) > 0:
+        warnings.warn(
+            f"Task {operator.task_id!r}: {type(operator).__name__} has retries={operator.retries} but no "
+            "external_id, so a retry cannot find an envelope a failed try already created and may make a "
+            f"duplicate. Set external_id to a value unique per logical envelope, e.g. {example!r}.",
+            DocsignRetryWithoutExternalIdWarning,
+            stacklevel=3,
+        )
 
 
 def existing_by_external_id(

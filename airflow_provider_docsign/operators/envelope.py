@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +12,7 @@ from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
     DocsignBaseOperator,
     DocsignRetryWithoutExternalIdWarning,
+    check_retry_safety,
     current_try,
     existing_by_external_id,
     fail_now,
@@ -34,7 +34,6 @@ __all__ = [
     "DocsignRetryWithoutExternalIdWarning",
 ]
 
-IF_EXISTS_CHOICES = ("reuse", "fail", "create")
 ENVELOPE_TYPES = ("DOCUMENT", "TEMPLATE")
 
 
@@ -111,8 +110,9 @@ class DocsignCreateEnvelopeOperator(DocsignBaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if if_exists not in IF_EXISTS_CHOICES:
-            raise ValueError(f"if_exists must be one of {IF_EXISTS_CHOICES}, not {if_exists!r}")
+        check_retry_safety(
+            self, if_exists=if_exists, external_id=external_id, example="contract-{{ run_id }}-<business key>"
+        )
         self.title = title
         self.files = files
         self.recipients = recipients
@@ -122,15 +122,6 @@ class DocsignCreateEnvelopeOperator(DocsignBaseOperator):
         self.envelope_type = envelope_type
         self.if_exists = if_exists
         self.payload_extra = payload_extra
-        if not external_id and (self.retries or 0) > 0:
-            warnings.warn(
-                f"Task {self.task_id!r}: DocsignCreateEnvelopeOperator has retries={self.retries} but no "
-                "external_id, so a retry cannot find an envelope a failed try already created and may "
-                "make a duplicate draft. Set external_id to a value unique per logical envelope, e.g. "
-                "'contract-{{ run_id }}-<business key>'.",
-                DocsignRetryWithoutExternalIdWarning,
-                stacklevel=2,
-            )
 
     # -- execute -----------------------------------------------------------------------------
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -12,14 +11,14 @@ from airflow_provider_docsign.models import EnvelopeStatus
 from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
     DocsignBaseOperator,
-    DocsignRetryWithoutExternalIdWarning,
+    check_retry_safety,
     current_try,
     existing_by_external_id,
     fail_now,
     resolve_files,
     status_value,
 )
-from airflow_provider_docsign.operators.envelope import IF_EXISTS_CHOICES, DocsignCreateEnvelopeOperator
+from airflow_provider_docsign.operators.envelope import DocsignCreateEnvelopeOperator
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
@@ -110,8 +109,12 @@ class DocsignCreateEnvelopeFromTemplateOperator(DocsignBaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if if_exists not in IF_EXISTS_CHOICES:
-            raise ValueError(f"if_exists must be one of {IF_EXISTS_CHOICES}, not {if_exists!r}")
+        check_retry_safety(
+            self,
+            if_exists=if_exists,
+            external_id=external_id,
+            example="onboarding-{{ run_id }}-<customer id>",
+        )
         self.template_id = template_id
         self.recipients = recipients
         self.prefill_fields = prefill_fields
@@ -122,15 +125,6 @@ class DocsignCreateEnvelopeFromTemplateOperator(DocsignBaseOperator):
         self.override = override
         self.form_values = form_values
         self.if_exists = if_exists
-        if not external_id and (self.retries or 0) > 0:
-            warnings.warn(
-                f"Task {self.task_id!r}: DocsignCreateEnvelopeFromTemplateOperator has retries="
-                f"{self.retries} but no external_id, so a retry cannot find an envelope a failed try "
-                "already created and may make a duplicate. Set external_id to a value unique per logical "
-                "envelope, e.g. 'onboarding-{{ run_id }}-<customer id>'.",
-                DocsignRetryWithoutExternalIdWarning,
-                stacklevel=2,
-            )
 
     def _files(self) -> Any:
         if self.files is None:
