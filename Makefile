@@ -26,13 +26,15 @@ $(VENV2)/.installed: pyproject.toml Makefile
 		"apache-airflow==$(AIRFLOW2_VERSION)" -e ".[$(EXTRAS)]"
 	touch $@
 
-.PHONY: help install install-airflow2 lint typecheck test test-airflow2 demo bench clean
+.PHONY: help install install-airflow2 lint typecheck test test-airflow2 system-test demo bench clean
 
 help:
 	@echo "make demo           run the contract-signing pipeline end to end against the local sandbox"
 	@echo "make test           lint, type-check and run the test suite on Airflow $(AIRFLOW3_VERSION)"
 	@echo "make test-airflow2  run the same suite on Airflow $(AIRFLOW2_VERSION) (second venv)"
 	@echo "make bench          run the benchmarks in bench/ (results in bench/results/)"
+	@echo "make system-test    run the system tests against a real Documenso (needs DOCSIGN_SYSTEM_URL and"
+	@echo "                    DOCSIGN_SYSTEM_API_KEY)"
 
 install: $(VENV)/.installed
 install-airflow2: $(VENV2)/.installed
@@ -49,6 +51,17 @@ test: lint typecheck
 
 test-airflow2: install-airflow2
 	bash .ci/pytest.sh $(VENV2)
+
+# Opt-in: the `system` group against a real Documenso instance. Everything it creates is deleted at the end.
+system-test:
+	@if [ -z "$${DOCSIGN_SYSTEM_URL:-}" ] || [ -z "$${DOCSIGN_SYSTEM_API_KEY:-}" ]; then
+		echo "make system-test needs two environment variables:" >&2
+		echo "  DOCSIGN_SYSTEM_URL      the instance's API base URL, e.g. https://sign.example.com/api/v2" >&2
+		echo "  DOCSIGN_SYSTEM_API_KEY  a team API key of that instance (api_...)" >&2
+		exit 2
+	fi
+	$(MAKE) --no-print-directory install
+	DOCSIGN_RUN_SYSTEM_TESTS=1 bash .ci/pytest.sh $(VENV) -m system tests/system
 
 demo: install
 	$(VENV)/bin/python scripts/demo.py

@@ -10,4 +10,6 @@ export AIRFLOW_HOME="$home"
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
 export AIRFLOW__CORE__UNIT_TEST_MODE=True
 unset AIRFLOW_CONN_DOCSIGN_DEFAULT || true
+# Only `make system-test` may reach a real instance; every other run stays on 127.0.0.1.
+if [ "${DOCSIGN_RUN_SYSTEM_TESTS:-}" != 1 ]; then unset DOCSIGN_SYSTEM_URL DOCSIGN_SYSTEM_API_KEY || true; fi
 "$venv/bin/python" -m pytest -p no:cacheprovider -ra "$@"

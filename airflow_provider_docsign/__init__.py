@@ -45,6 +45,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_provider_docsign.operators.folders",
                     "airflow_provider_docsign.operators.archive",
                     "airflow_provider_docsign.operators.preview",
+                    "airflow_provider_docsign.operators.templates",
                 ],
             }
         ],
@@ -91,6 +92,12 @@ def get_provider_info() -> dict[str, Any]:
                         "label": "Web app URL",
                         "description": "Base URL of the web app, for links to envelopes "
                         "(default: the base URL without /api/v2).",
+                        "schema": {"type": ["string", "null"]},
+                    },
+                    "signing_certificate_fingerprints": {
+                        "label": "Signing certificate fingerprints",
+                        "description": "SHA-256 fingerprints (comma-separated) of the instance's sealing "
+                        "certificate; archived signed PDFs must be sealed with one of them.",
                         "schema": {"type": ["string", "null"]},
                     },
                 },

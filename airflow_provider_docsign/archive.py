@@ -324,6 +324,8 @@ class ArchivedFile:
     :param title: The item title (items only).
     :param order: The item order (items only).
     :param version: The download version (items only).
+    :param signature: The signature report (``SignatureReport.to_dict()``), or ``None`` when
+        verification was off.
     """
 
     kind: str
@@ -338,6 +340,7 @@ class ArchivedFile:
     title: str | None = None
     order: int | None = None
     version: str | None = None
+    signature: dict[str, Any] | None = None
 
 
 def manifest_entry(record: ArchivedFile) -> dict[str, Any]:
@@ -368,6 +371,8 @@ def manifest_entry(record: ArchivedFile) -> dict[str, Any]:
             "outcome": record.outcome,
         }
     )
+    if record.signature is not None:
+        entry["signature"] = record.signature
     return entry
 
 

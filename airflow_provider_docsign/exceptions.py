@@ -20,6 +20,7 @@ __all__ = [
     "DocsignNotFoundError",
     "DocsignRateLimitError",
     "DocsignServerError",
+    "DocsignSignatureError",
     "DocsignValidationError",
 ]
 
@@ -202,3 +203,20 @@ class DocsignConnectionError(DocsignAPIError):
     It has no ``status_code``. For writes this is raised only when the request provably never reached
     the service; otherwise :class:`DocsignAmbiguousWriteError` is raised.
     """
+
+
+class DocsignSignatureError(DocsignError):
+    """A downloaded PDF's digital signature failed verification (or a signed PDF carries none).
+
+    :param failures: One ``(file, reason)`` pair per failed file, the file as a URI or path.
+    """
+
+    def __init__(self, failures: list[tuple[str, str]]) -> None:
+        self.failures = list(failures)
+        lines = "\n".join(f"  - {name}: {reason}" for name, reason in self.failures)
+        super().__init__(
+            f"signature verification failed for {len(self.failures)} file(s); nothing was archived:\n{lines}"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.failures,))

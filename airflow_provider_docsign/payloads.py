@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
+from airflow_provider_docsign._sources import open_source
 from airflow_provider_docsign.exceptions import DocsignValidationError
 
 __all__ = [
@@ -113,12 +114,6 @@ def count_pdf_pages(stream: IO[bytes]) -> int:
         stream.seek(start)
 
 
-def _open(source: Any) -> tuple[IO[bytes], bool]:
-    from airflow_provider_docsign.hooks._io import open_source
-
-    return open_source(source)
-
-
 def inspect_files(files: Sequence[Any]) -> tuple[list[PdfFile | None], list[str]]:
     """Check every file exists, starts with ``%PDF-`` and can be paged by pypdf.
 
@@ -130,7 +125,7 @@ def inspect_files(files: Sequence[Any]) -> tuple[list[PdfFile | None], list[str]
         name = source_label(source, index)
         where = f"file #{index} {name!r}"
         try:
-            stream, owned = _open(source)
+            stream, owned = open_source(source)
         except FileNotFoundError:
             problems.append(f"{where}: does not exist ({source})")
             results.append(None)

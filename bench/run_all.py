@@ -29,6 +29,7 @@ BENCHMARKS = [
     ("sandbox_memory", "bench_sandbox_memory.py", 90),
     ("upload", "bench_upload.py", 150),
     ("download", "bench_download.py", 120),
+    ("verify", "bench_verify.py", 90),
     ("waiting", "bench_waiting.py", 180),
     ("http_provider", "bench_http_provider.py", 90),
     ("pipeline", "bench_pipeline.py", 180),

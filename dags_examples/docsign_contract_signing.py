@@ -17,12 +17,16 @@ What this DAG shows, step by step:
    safe).
 6. ``wait_for_signatures`` defers to the triggerer while people sign (no worker slot is held), and
    fails at once, with the signer's reason, if anyone rejects.
-7. ``archive`` downloads every signed PDF plus the audit log, verifies each one, writes it atomically
-   and records a ``manifest.json`` with sha256 checksums.
+7. ``archive`` downloads every signed PDF plus the audit log, verifies each one (content type,
+   ``%PDF-``, sha256 and the PDF's digital signature: intact, valid, covering the whole document and
+   made with the pinned sealing certificate), writes it atomically and records a ``manifest.json``
+   with checksums and a ``signature`` object per file.
 
 Configuration:
 
-* the ``docsign_default`` connection (host = base URL ending in ``/api/v2``, password = API key);
+* the ``docsign_default`` connection (host = base URL ending in ``/api/v2``, password = API key, and
+  the extra ``signing_certificate_fingerprints``: the SHA-256 fingerprint of the instance's sealing
+  certificate, which pins it; ``make demo`` sets it from the sandbox's ``GET /_sandbox/certificate``);
 * params ``archive_dir`` and ``work_dir`` (defaults: ``$DOCSIGN_EXAMPLE_ARCHIVE_DIR`` or
   ``$AIRFLOW_HOME/docsign-archive``, and ``$DOCSIGN_EXAMPLE_WORK_DIR`` or a temp directory);
 * ``$DOCSIGN_EXAMPLE_POKE_INTERVAL``: seconds between status checks (default 60).
@@ -183,6 +187,9 @@ with DAG(
         envelope_id=envelope_id,
         destination="{{ params.archive_dir }}",
         include_audit_log=True,
+        # Fail unless every PDF carries an intact, valid seal over the whole document; the signer is
+        # checked against the connection's pinned `signing_certificate_fingerprints`.
+        verify_signatures="require",
     )
 
     rename_and_reorder >> distribute >> wait_for_signatures >> archive

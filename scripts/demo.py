@@ -3,9 +3,11 @@
 1. start the bundled sandbox (state under ``.demo/sandbox``) with signers that sign automatically a
    few seconds after the envelope is sent;
 2. prepare an Airflow home under ``.demo/airflow-home`` (SQLite, no example DAGs, the DAGs folder
-   ``dags_examples/``) and a ``docsign_default`` connection pointing at the sandbox;
+   ``dags_examples/``) and a ``docsign_default`` connection pointing at the sandbox, pinning the
+   sandbox's sealing certificate (fetched from ``GET /_sandbox/certificate``) by its fingerprint;
 3. run ``airflow dags test docsign_contract_signing`` (a real DAG run, in one process);
-4. print the run state, the archive folder and the archived files with their sha256;
+4. print the run state, the archive folder, the archived files with their sha256, and for each PDF
+   its signer certificate's CN and what its digital signature proves;
 5. stop the sandbox, even on failure.
 
 Every run gets its own run id (and so its own externalId and archive folder), so it can be run any
@@ -41,8 +43,11 @@ MIGRATE_TIMEOUT = 600
 RUN_TIMEOUT = 600
 
 
-def airflow_env(base_url: str, api_key: str) -> dict[str, str]:
-    """The environment of every Airflow command of the demo."""
+def airflow_env(base_url: str, api_key: str, fingerprints: list[str] | None = None) -> dict[str, str]:
+    """The environment of every Airflow command of the demo.
+
+    :param fingerprints: SHA-256 fingerprints of the sealing certificate to pin in the connection.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN_"))}
     env.update(
         {
@@ -59,7 +64,12 @@ def airflow_env(base_url: str, api_key: str) -> dict[str, str]:
                     "conn_type": "docsign",
                     "host": base_url,
                     "password": api_key,
-                    "extra": {"timeout": 10, "max_retries": 3, "backoff_factor": 0.2},
+                    "extra": {
+                        "timeout": 10,
+                        "max_retries": 3,
+                        "backoff_factor": 0.2,
+                        "signing_certificate_fingerprints": fingerprints or [],
+                    },
                 }
             ),
         }
@@ -114,7 +124,30 @@ def print_manifest(path: Path, manifest: dict[str, Any], signed_sha256: dict[str
             ok = ok and same
         ok = ok and on_disk == entry.get("sha256")
         print(f"  {entry.get('sha256')}  {int(entry.get('size') or 0):>7} B  {local.name}  ({verdict})")
+        if "item_id" in entry:
+            line, proven = signature_line(local)
+            ok = ok and proven
+            print(f"      {line}")
     return ok
+
+
+def signature_line(path: Path) -> tuple[str, bool]:
+    """What the PDF's digital signature proves, verified again here (independently of the DAG run)."""
+    from airflow_provider_docsign.signatures import verify_pdf_signatures
+
+    report = verify_pdf_signatures(path)
+    if not report.signed:
+        return "NO DIGITAL SIGNATURE", False
+    parts = []
+    for check in report.signatures:
+        cn = check.signer.common_name if check.signer else "?"
+        whole = check.coverage == "entire_file"
+        if check.intact and check.valid and whole:
+            parts.append(f"signer CN={cn!r}: signature intact, covers the whole document")
+        else:
+            why = "; ".join(check.problems) or f"coverage {check.coverage}"
+            parts.append(f"signer CN={cn!r}: SIGNATURE FAILED ({why})")
+    return "; ".join(parts), report.passed and all(c.coverage == "entire_file" for c in report.signatures)
 
 
 def main() -> int:
@@ -127,7 +160,11 @@ def main() -> int:
     print(f"[demo] starting the sandbox (signers sign {AUTO_SIGN_AFTER:.0f}s after sending)")
     with SandboxServer(DEMO / "sandbox", api_key=API_KEY, auto_sign_after=AUTO_SIGN_AFTER) as sandbox:
         print(f"[demo] sandbox at {sandbox.base_url} (pid {sandbox.pid})")
-        env = airflow_env(sandbox.base_url, sandbox.api_key)
+        from airflow_provider_docsign.signatures import certificate_fingerprints
+
+        pinned = certificate_fingerprints(sandbox.certificate_pem())
+        print(f"[demo] pinning the sandbox's sealing certificate, sha256 {pinned[0]}")
+        env = airflow_env(sandbox.base_url, sandbox.api_key, pinned)
         print(f"[demo] preparing AIRFLOW_HOME={AIRFLOW_HOME} (SQLite)")
         subprocess.run(
             [*AIRFLOW, "db", "migrate"], env=env, check=True, capture_output=True, timeout=MIGRATE_TIMEOUT
@@ -161,7 +198,10 @@ def main() -> int:
         tail = LOG_FILE.read_text(errors="replace").splitlines()[-40:]
         print("[demo] the run did not succeed; the end of its log:\n" + "\n".join(tail))
         return 1
-    print("[demo] success: every archived PDF matches the signed bytes the service serves")
+    print(
+        "[demo] success: every archived PDF matches the signed bytes the service serves and carries an "
+        "intact, valid seal over the whole document"
+    )
     return 0
 
 

@@ -180,6 +180,24 @@ def audit_log(envelope_id: str, *, page: int) -> Call:
     )
 
 
+# -- templates ------------------------------------------------------------------------------------
+
+
+def use_template() -> Call:
+    """``POST /envelope/use`` (multipart; the body is built by the caller). Creates an envelope."""
+    return Call("POST", "/envelope/use", CREATE, what="use template")
+
+
+def duplicate_envelope(envelope_id: str, *, include_recipients: bool, include_fields: bool) -> Call:
+    """``POST /envelope/duplicate`` (creates a copy titled ``"<title> (copy)"``)."""
+    body = {
+        "envelopeId": check_str_id(envelope_id, "envelope_id"),
+        "includeRecipients": bool(include_recipients),
+        "includeFields": bool(include_fields),
+    }
+    return Call("POST", "/envelope/duplicate", CREATE, json=body, what="duplicate envelope")
+
+
 # -- items ----------------------------------------------------------------------------------------
 
 

@@ -232,6 +232,8 @@ class Settings:
     :param proxies: Proxies for ``requests``/``httpx``, by scheme.
     :param retry: The retry policy.
     :param web_url: The web app URL, for links.
+    :param signing_certificate_fingerprints: Pinned SHA-256 fingerprints of the instance's sealing
+        certificate (lower-case hex); the archive operator trusts signatures made with it.
     """
 
     base_url: str
@@ -241,6 +243,7 @@ class Settings:
     proxies: dict[str, str] = field(default_factory=dict)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     web_url: str = ""
+    signing_certificate_fingerprints: tuple[str, ...] = ()
 
 
 def _extra(extras: Mapping[str, Any], name: str) -> Any:
@@ -306,7 +309,27 @@ def settings_from_connection(
         proxies=proxies,
         retry=retry,
         web_url=web_url,
+        signing_certificate_fingerprints=parse_fingerprints(merged["signing_certificate_fingerprints"]),
     )
+
+
+def parse_fingerprints(value: Any) -> tuple[str, ...]:
+    """The ``signing_certificate_fingerprints`` extra: a list, or a string separated by commas/spaces."""
+    from airflow_provider_docsign.signatures import normalize_fingerprint
+
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        text = value.strip()
+        items: list[Any] = json.loads(text) if text.startswith("[") else re.split(r"[,;\s]+", text)
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        raise DocsignError("connection extra 'signing_certificate_fingerprints' must be a list or a string")
+    try:
+        return tuple(normalize_fingerprint(str(item)) for item in items if str(item).strip())
+    except ValueError as err:
+        raise DocsignError(f"connection extra 'signing_certificate_fingerprints': {err}") from None
 
 
 _EXTRA_NAMES = (
@@ -319,6 +342,7 @@ _EXTRA_NAMES = (
     "max_total_wait",
     "web_url",
     "scheme",
+    "signing_certificate_fingerprints",
 )
 #: Every keyword override :func:`settings_from_connection` understands (``DocsignHook(**overrides)``).
 OVERRIDE_NAMES = frozenset({"base_url", "api_key", *_EXTRA_NAMES})

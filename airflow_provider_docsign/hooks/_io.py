@@ -1,4 +1,6 @@
-"""Streaming file I/O for uploads and downloads: local paths, binary file objects, ObjectStoragePath.
+"""Streaming file I/O for downloads: local paths, binary file objects, ObjectStoragePath.
+
+Sources are opened by :func:`airflow_provider_docsign._sources.open_source`.
 
 Downloads are written atomically:
 
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import os
 import re
 import shutil
@@ -25,81 +26,10 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import unquote
 
+from airflow_provider_docsign._sources import is_object_path, is_text_stream, local_path_of, to_path_like
 from airflow_provider_docsign.exceptions import DocsignValidationError
 
 CHUNK_SIZE = 1024 * 1024
-
-
-def _object_storage_path_cls() -> Any:
-    from airflow_provider_docsign._compat import ObjectStoragePath
-
-    return ObjectStoragePath
-
-
-def is_object_path(value: Any) -> bool:
-    """Whether ``value`` is an ``ObjectStoragePath`` (any fsspec-backed path)."""
-    try:
-        cls = _object_storage_path_cls()
-    except ImportError:  # pragma: no cover - Airflow always ships it
-        return False
-    return isinstance(value, cls)
-
-
-def _local_of(path: Any) -> Path | None:
-    """The local filesystem path of an ``ObjectStoragePath`` with the ``file``/``local`` protocol."""
-    protocol = getattr(path, "protocol", None) or ""
-    if isinstance(protocol, tuple | list):
-        protocol = protocol[0] if protocol else ""
-    if protocol in ("", "file", "local"):
-        raw = getattr(path, "path", None) or str(path)
-        if raw.startswith("file://"):
-            raw = raw[len("file://") :]
-        return Path(raw)
-    return None
-
-
-def to_path_like(value: Any) -> Any:
-    """Turn a string URL with a scheme (``s3://…``) into an ``ObjectStoragePath``; leave others alone."""
-    if isinstance(value, str) and re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", value):
-        if value.startswith("file://"):
-            return Path(unquote(value[len("file://") :]))
-        return _object_storage_path_cls()(value)
-    return value
-
-
-def _is_text(fileobj: Any) -> bool:
-    """Whether a file object is opened in text mode (it would corrupt or refuse PDF bytes)."""
-    if isinstance(fileobj, io.TextIOBase):
-        return True
-    mode = getattr(fileobj, "mode", "b")
-    return isinstance(mode, str) and "b" not in mode
-
-
-def open_source(source: Any) -> tuple[IO[bytes], bool]:
-    """Open an upload source as a binary stream: ``(stream, caller_must_close)``.
-
-    :param source: A local path (``str``/``PathLike``), an ``ObjectStoragePath`` or a binary file object
-        (which is used from its current position and not closed).
-    """
-    source = to_path_like(source)
-    if is_object_path(source):
-        local = _local_of(source)
-        if local is not None:
-            return open(local, "rb"), True
-        if not source.exists():
-            raise FileNotFoundError(str(source))
-        if source.is_dir():
-            raise IsADirectoryError(str(source))
-        return source.open("rb"), True
-    if isinstance(source, str | os.PathLike):
-        return open(source, "rb"), True
-    if hasattr(source, "read") and hasattr(source, "seek") and hasattr(source, "tell"):
-        if _is_text(source):
-            raise TypeError("file objects must be opened in binary mode ('rb')")
-        return source, False
-    if hasattr(source, "read"):
-        raise TypeError("file objects must be seekable (so that a retry can start again)")
-    raise TypeError(f"unsupported file source {type(source).__name__}; use a path, ObjectStoragePath or file")
 
 
 class SizedReader:
@@ -319,7 +249,7 @@ def make_sink(destination: Any, *, overwrite: bool = True) -> Sink:
     trailing_slash = isinstance(destination, str) and destination.endswith("/")
     destination = to_path_like(destination)
     if is_object_path(destination):
-        local = _local_of(destination)
+        local = local_path_of(destination)
         if local is None:
             # A prefix that already holds objects is a directory (ObjectStoragePath drops a trailing
             # "/", so an empty prefix can only be named as a string URL ending in "/").
@@ -345,7 +275,7 @@ def make_sink(destination: Any, *, overwrite: bool = True) -> Sink:
                 )
         return LocalSink(path, is_dir=is_dir, overwrite=overwrite)
     if hasattr(destination, "write"):
-        if _is_text(destination):
+        if is_text_stream(destination):
             raise DocsignValidationError(
                 ["destination file object must be opened in binary mode ('wb')"], "download"
             )

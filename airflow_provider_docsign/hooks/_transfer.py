@@ -15,6 +15,7 @@ import requests
 import urllib3.exceptions
 from requests_toolbelt import MultipartEncoder
 
+from airflow_provider_docsign._sources import open_source
 from airflow_provider_docsign.exceptions import DocsignDownloadError
 from airflow_provider_docsign.hooks._endpoints import Call
 from airflow_provider_docsign.hooks._io import (
@@ -23,7 +24,6 @@ from airflow_provider_docsign.hooks._io import (
     Sink,
     SizedReader,
     filename_from_disposition,
-    open_source,
 )
 from airflow_provider_docsign.models import DownloadResult
 

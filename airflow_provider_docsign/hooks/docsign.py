@@ -81,6 +81,7 @@ from airflow_provider_docsign.hooks._http import (
     settings_from_connection,
 )
 from airflow_provider_docsign.hooks._io import make_sink
+from airflow_provider_docsign.hooks._templates import TemplateMethods
 from airflow_provider_docsign.hooks._transfer import multipart_body, stream_download
 from airflow_provider_docsign.models import (
     DownloadResult,
@@ -176,7 +177,7 @@ def _shared_ssl_context(verify: bool | str) -> ssl.SSLContext | bool:
     return ssl.create_default_context(cafile=verify if isinstance(verify, str) else certifi.where())
 
 
-class DocsignHook(BaseHook):
+class DocsignHook(TemplateMethods, BaseHook):
     """Interact with a Documenso v2 (envelope API) signing service.
 
     The connection is looked up lazily, on first use, never in ``__init__``.
@@ -290,7 +291,7 @@ class DocsignHook(BaseHook):
         return self.settings.base_url + call.path
 
     def _ambiguous(self, call: Call, reason: str, external_id: str | None) -> DocsignAmbiguousWriteError:
-        if call.path == "/envelope/create":
+        if call.path in ("/envelope/create", "/envelope/use"):
             if external_id:
                 advice = (
                     f"do not simply retry: look it up first with "
@@ -1152,6 +1153,11 @@ class DocsignHook(BaseHook):
                 lazy_gettext("Web app URL"),
                 widget=BS3TextFieldWidget(),
                 description="For links to envelopes (default: the base URL without /api/v2).",
+            ),
+            "signing_certificate_fingerprints": StringField(
+                lazy_gettext("Signing certificate fingerprints"),
+                widget=BS3TextFieldWidget(),
+                description="SHA-256 fingerprints (comma-separated) of the instance's sealing certificate.",
             ),
         }
 

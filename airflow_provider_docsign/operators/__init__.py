@@ -28,6 +28,11 @@ if TYPE_CHECKING:  # give type checkers and IDEs the real classes; runtime impor
         DocsignAddRecipientsOperator,
         DocsignRejectRecipientOperator,
     )
+    from airflow_provider_docsign.operators.templates import (
+        DocsignCreateEnvelopeFromTemplateOperator,
+        DocsignCreateTemplateOperator,
+        DocsignDuplicateTemplateOperator,
+    )
 
 _MODULES: dict[str, str] = {
     "DocsignCreateEnvelopeOperator": "envelope",
@@ -42,6 +47,9 @@ _MODULES: dict[str, str] = {
     "DocsignCreateFolderOperator": "folders",
     "DocsignArchiveSignedDocumentsOperator": "archive",
     "DocsignFieldPreviewOperator": "preview",
+    "DocsignCreateEnvelopeFromTemplateOperator": "templates",
+    "DocsignCreateTemplateOperator": "templates",
+    "DocsignDuplicateTemplateOperator": "templates",
 }
 
 __all__ = [
@@ -50,10 +58,13 @@ __all__ = [
     "DocsignAddRecipientsOperator",
     "DocsignArchiveSignedDocumentsOperator",
     "DocsignCancelEnvelopeOperator",
+    "DocsignCreateEnvelopeFromTemplateOperator",
     "DocsignCreateEnvelopeOperator",
     "DocsignCreateFolderOperator",
+    "DocsignCreateTemplateOperator",
     "DocsignDeleteEnvelopeItemOperator",
     "DocsignDistributeEnvelopeOperator",
+    "DocsignDuplicateTemplateOperator",
     "DocsignFieldPreviewOperator",
     "DocsignRejectRecipientOperator",
     "DocsignUpdateEnvelopeItemsOperator",

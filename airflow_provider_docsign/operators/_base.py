@@ -157,6 +157,40 @@ def resolve_files(files: Any, *, argument: str = "files") -> list[Any]:
     return out
 
 
+def existing_by_external_id(
+    operator: DocsignBaseOperator, external_id: str | None, folder_id: str | None, if_exists: str
+) -> str | None:
+    """The id of the one envelope with ``external_id`` in the folder, as ``if_exists`` allows.
+
+    ``None`` when there is none; :class:`AirflowFailException` when several match, or when one exists
+    and ``if_exists`` is ``"fail"``.
+
+    :param operator: The operator (its hook and log are used).
+    :param external_id: The external id to look for.
+    :param folder_id: The folder the envelope was created in (``None``: the root).
+    :param if_exists: ``"reuse"``, ``"fail"`` or ``"create"``.
+    """
+    if not external_id:
+        return None
+    matches = operator.hook.find_envelopes_by_external_id(external_id, folder_id=folder_id)
+    if not matches:
+        operator.log.info("No envelope with externalId %r found", external_id)
+        return None
+    if len(matches) > 1:
+        ids = ", ".join(m.id for m in matches)
+        raise AirflowFailException(
+            f"{len(matches)} envelopes have externalId {external_id!r} in folder "
+            f"{folder_id or '(root)'}: {ids}. Delete the duplicates or use a unique external_id."
+        )
+    match = matches[0]
+    if if_exists == "fail":
+        raise AirflowFailException(
+            f"An envelope with externalId {external_id!r} already exists ({match.id}) and if_exists='fail'"
+        )
+    operator.log.info("Reusing envelope %s (externalId %r)", match.id, external_id)
+    return match.id
+
+
 def file_label(path: Any) -> str:
     """A short name for a file in messages (its base name)."""
     name = getattr(path, "name", None)

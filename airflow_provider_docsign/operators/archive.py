@@ -11,6 +11,8 @@ three phases so that a failure never leaves a partial or unverified file at a fi
 2. **compare**: each final name is compared with what is there already. The same SHA-256 means
    "unchanged"; different bytes fail the task (``overwrite=False``) before any file is moved, and the
    existing file is not touched;
+   Then (``verify_signatures``, on by default for ``version="signed"``) every staged PDF's digital
+   signature is verified with pyHanko: a failure under ``"require"`` stops here;
 3. **commit**: staged files are moved into place (an atomic rename on a local disk; on object stores
    the object appears whole or not at all), then ``manifest.json`` is written atomically beside them.
 
@@ -47,8 +49,9 @@ from airflow_provider_docsign.archive import (
     render_manifest_name,
     validate_filename_template,
 )
-from airflow_provider_docsign.exceptions import DocsignError
+from airflow_provider_docsign.exceptions import DocsignError, DocsignSignatureError
 from airflow_provider_docsign.models import EnvelopeStatus
+from airflow_provider_docsign.operators import _verify
 from airflow_provider_docsign.operators._base import DocsignBaseOperator, json_safe
 
 if TYPE_CHECKING:
@@ -366,6 +369,17 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
     :param declare_asset: Declare the destination as an outlet Asset (see above).
     :param asset_alias: Name of an Asset alias (Dataset alias on 2.11) to declare as an outlet and to
         emit the rendered destination's Asset through; use it with templated destinations.
+    :param verify_signatures: ``"require"`` (default for ``version="signed"``; ``"record"`` when
+        ``require_completed`` is off, since an unfinished envelope's download is unsigned): every item
+        must carry a digital signature that is intact, valid, unchanged after signing (beyond form filling and
+        annotations) and, with a trust policy, trusted; otherwise the task fails with
+        :class:`~airflow_provider_docsign.exceptions.DocsignSignatureError` before anything is moved
+        to a final name. ``"record"``: the result is recorded in the manifest and the task goes on.
+        ``"off"`` (default for the other versions): not verified. The audit log and certificate are
+        verified the same way when they carry a signature; carrying none is not an error for them.
+    :param trusted_certificates: PEM files or URIs of trusted certificates (roots, intermediates or the
+        sealing certificate itself). With these or the connection extra
+        ``signing_certificate_fingerprints``, an untrusted signer fails ``"require"``.
     :param docsign_conn_id: The ``docsign`` connection (default ``docsign_default``).
     """
 
@@ -387,10 +401,15 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
         manifest_name: str | None = DEFAULT_MANIFEST_NAME,
         declare_asset: bool = True,
         asset_alias: str | None = None,
+        verify_signatures: str | None = None,
+        trusted_certificates: Sequence[Any] | None = None,
         **kwargs: Any,
     ) -> None:
         if version not in VERSIONS:
             raise ValueError(f"version must be one of {', '.join(VERSIONS)}, not {version!r}")
+        verify_mode = _verify.resolve_mode(verify_signatures, version, require_completed=require_completed)
+        if isinstance(trusted_certificates, str | os.PathLike):
+            trusted_certificates = [trusted_certificates]
         validate_filename_template(filename_template)
         if manifest_name is not None:
             validate_filename_template(manifest_name, allowed=MANIFEST_FIELDS)
@@ -420,6 +439,8 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
         self.manifest_name = manifest_name
         self.declare_asset = declare_asset
         self.asset_alias = asset_alias
+        self.verify_signatures = verify_mode
+        self.trusted_certificates = list(trusted_certificates or [])
 
     # -- checks -------------------------------------------------------------------------------
 
@@ -530,6 +551,8 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
         try:
             for kind, name, item in plan:
                 staged.append(self._stage(store, envelope, kind, name, item))
+            if self.verify_signatures != "off":
+                self._verify(staged)
             records = self._compare(store, staged, manifest_name, envelope.id)
             self._commit(store, staged, records)
             manifest = build_manifest(
@@ -623,6 +646,26 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
             version=self.version if kind == "item" else None,
         )
         return _Staged(record=record, temp=temp, final=final)
+
+    def _verify(self, staged: list[_Staged]) -> None:
+        """Verify every staged file's signatures; record them, and fail under ``require``."""
+        trust = _verify.trust_policy(
+            self.trusted_certificates, self.hook.settings.signing_certificate_fingerprints
+        )
+        failures: list[tuple[str, str]] = []
+        for entry in staged:
+            record = entry.record
+            report, problem = _verify.verify_file(entry.temp, record.uri, trust)
+            signature = report.to_dict() if report is not None else {"signed": None, "problems": [problem]}
+            entry.record = replace(record, signature=signature)
+            self.log.info("%s: %s", record.uri, _verify.summary(report))
+            reason = _verify.failure_reason(report, problem, signature_required=record.kind == "item")
+            if reason:
+                failures.append((record.uri, reason))
+        if failures and self.verify_signatures == "require":
+            raise DocsignSignatureError(failures)
+        for uri, reason in failures:
+            self.log.warning("Signature check failed for %s (verify_signatures='record'): %s", uri, reason)
 
     def _existing_matches(self, store: _Store, entry: _Staged) -> bool | None:
         """None: nothing there; True: same bytes; False: different bytes."""

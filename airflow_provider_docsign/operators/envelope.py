@@ -14,6 +14,7 @@ from airflow_provider_docsign.operators._base import (
     DocsignBaseOperator,
     DocsignRetryWithoutExternalIdWarning,
     current_try,
+    existing_by_external_id,
     fail_now,
     field_problems,
     file_label,
@@ -241,26 +242,7 @@ class DocsignCreateEnvelopeOperator(DocsignBaseOperator):
 
     def _existing_envelope_id(self) -> str | None:
         """The id of the one envelope with this ``external_id`` in the folder, as ``if_exists`` allows."""
-        if not self.external_id:
-            return None
-        matches = self.hook.find_envelopes_by_external_id(self.external_id, folder_id=self.folder_id)
-        if not matches:
-            self.log.info("No envelope with externalId %r found", self.external_id)
-            return None
-        if len(matches) > 1:
-            ids = ", ".join(m.id for m in matches)
-            raise AirflowFailException(
-                f"{len(matches)} envelopes have externalId {self.external_id!r} in folder "
-                f"{self.folder_id or '(root)'}: {ids}. Delete the duplicates or use a unique external_id."
-            )
-        match = matches[0]
-        if self.if_exists == "fail":
-            raise AirflowFailException(
-                f"An envelope with externalId {self.external_id!r} already exists ({match.id}) and "
-                "if_exists='fail'"
-            )
-        self.log.info("Reusing envelope %s (externalId %r)", match.id, self.external_id)
-        return match.id
+        return existing_by_external_id(self, self.external_id, self.folder_id, self.if_exists)
 
     def _check_matches(self, envelope: Envelope, file_count: int) -> None:
         problems = []

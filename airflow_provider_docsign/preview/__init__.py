@@ -17,6 +17,7 @@ is imported only when PNGs are rendered.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import re
@@ -287,19 +288,27 @@ def preview_envelope(
     *,
     dpi: int = 100,
     hook: DocsignHook | None = None,
+    prefill_fields: Any = None,
+    files: Any = None,
 ) -> PreviewResult:
-    """Preview an existing envelope: download its original PDFs and draw the stored fields.
+    """Preview an existing envelope or template: its original PDFs with the stored fields drawn.
 
     Recipients and fields are ordered as the service created them, so the preview of an envelope has
-    the same colours and field numbers as the preview of the payload that created it.
+    the same colours and field numbers as the preview of the payload that created it. For a template,
+    ``prefill_fields`` are drawn on their fields and ``files`` replace the template's PDFs, as
+    ``use_template`` would send them; a field on a page that a replacement lacks is flagged.
 
-    :param envelope_id: The envelope (``envelope_…``).
+    :param envelope_id: The envelope or template (``envelope_…``).
     :param output_dir: A local directory for the annotated PDFs and the PNGs.
     :param docsign_conn_id: The Airflow connection to the signing service.
     :param dpi: PNG resolution (18 to 600).
     :param hook: An existing :class:`~airflow_provider_docsign.hooks.docsign.DocsignHook` to use
         instead of creating one from ``docsign_conn_id``.
+    :param prefill_fields: Template prefill values, ``[{"id" or "label", "value"}]`` or ``{label: value}``.
+    :param files: Replacement PDFs, ``{item id or title: source}`` or a list in item order.
     """
+    from airflow_provider_docsign.templates import resolve_prefill, resolve_replacements
+
     if hook is None:
         from airflow_provider_docsign.hooks.docsign import DocsignHook
 
@@ -309,10 +318,17 @@ def preview_envelope(
         raise DocsignValidationError(
             ["the envelope has no items (PDFs) to preview"], context=f"envelope {envelope_id}"
         )
+    replacements = resolve_replacements(envelope, files)
+    values = resolve_prefill(envelope, prefill_fields) if prefill_fields is not None else {}
     with tempfile.TemporaryDirectory(prefix="docsign-preview-") as scratch:
         problems: list[str] = []
         sources: list[_Source] = []
         for index, item in enumerate(envelope.items):
+            if item.id in replacements:
+                source = _load(index, replacements[item.id], problems)
+                if source is not None:
+                    sources.append(source)
+                continue
             target = Path(scratch) / f"{index:02d}.pdf"
             hook.download_envelope_item(item.id, target, version="original")
             source = _load(index, target, problems)
@@ -328,4 +344,26 @@ def preview_envelope(
         if problems:
             raise DocsignValidationError(problems, context=f"envelope {envelope_id} items")
         layout = layout_from_envelope(envelope, [s.name for s in sources], [s.pages for s in sources])
+        if values:
+            by_number = _numbers_to_ids(layout, envelope)
+            layout = dataclasses.replace(
+                layout,
+                fields=tuple(
+                    dataclasses.replace(f, value=_shown(values[by_number[f.number]]))
+                    if by_number.get(f.number) in values
+                    else f
+                    for f in layout.fields
+                ),
+            )
         return _render(layout, sources, output_dir, dpi)
+
+
+def _shown(value: Any) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def _numbers_to_ids(layout: Layout, envelope: Any) -> dict[int, int]:
+    """Field number on the drawing -> field id (the order :func:`layout_from_envelope` numbers them)."""
+    order = {r.id: i for i, r in enumerate(sorted(envelope.recipients, key=lambda r: r.id))}
+    stored = sorted(envelope.fields, key=lambda f: (order.get(f.recipient_id, len(order)), f.id or 0))
+    return {number: f.id for number, f in enumerate(stored, start=1)}

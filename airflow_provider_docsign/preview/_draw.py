@@ -127,7 +127,8 @@ def _num(value: float) -> str:
 
 def field_label(field: PlacedField, layout: Layout) -> str:
     """The label drawn on a field: ``TYPE · name-or-email · #n``."""
-    return f"{field.type} \u00b7 {layout.recipients[field.recipient].label} \u00b7 #{field.number}"
+    label = f"{field.type} \u00b7 {layout.recipients[field.recipient].label} \u00b7 #{field.number}"
+    return label if field.value is None else f"{label} = {field.value}"
 
 
 def _field_ops(field: PlacedField, layout: Layout, box: PageBox, marked: bool) -> list[bytes]:

@@ -79,6 +79,7 @@ class PlacedField:
     :param height: Percent of the displayed page height.
     :param type: The field type, e.g. ``SIGNATURE``.
     :param target: How the field named its file, for messages (e.g. ``identifier 3``).
+    :param value: A prefilled value to show on the field (templates), if any.
     """
 
     number: int
@@ -91,6 +92,7 @@ class PlacedField:
     height: float
     type: str
     target: str = ""
+    value: str | None = None
 
 
 @dataclass(frozen=True)

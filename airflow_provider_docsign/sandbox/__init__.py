@@ -1,9 +1,9 @@
 """A local stand-in for the Documenso v2 signing service, for development, the demo and tests.
 
 It is a development and test tool, never a production path. It serves the v2 envelope API under
-``/api/v2`` with the real service's shapes, status codes and quirks (see ``../shared/spec``), keeps its
-state in SQLite plus PDF files under a data directory (so it survives restarts), simulates signers and
-injects faults.
+``/api/v2`` with the real service's shapes, status codes and quirks (Documenso v2.17, as recorded in
+``tests/contract/data/documenso-2.17``), keeps its state in SQLite plus PDF files under a data
+directory (so it survives restarts), simulates signers and injects faults.
 
 Command line::
 

@@ -12,9 +12,18 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from . import lifecycle, routes_control, routes_envelopes, routes_folders, routes_items, routes_people
+from . import (
+    lifecycle,
+    routes_control,
+    routes_envelopes,
+    routes_folders,
+    routes_items,
+    routes_people,
+    routes_templates,
+)
 from .errors import ApiError, not_found_route
 from .faults import SandboxMiddleware, Traffic
+from .sealing import Sealer
 from .state import SandboxState
 from .store import Store
 
@@ -50,6 +59,7 @@ def create_app(
         auto_sign_after=auto_sign_after,
         seal_delay=seal_delay,
         traffic=traffic,
+        sealer=Sealer(data_dir),  # key and self-signed certificate made on the first start
     )
 
     @contextlib.asynccontextmanager
@@ -59,7 +69,7 @@ def create_app(
 
     app = FastAPI(title="docsign sandbox", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.sandbox = state
-    for module in (routes_envelopes, routes_items, routes_people, routes_folders):
+    for module in (routes_envelopes, routes_items, routes_people, routes_folders, routes_templates):
         app.include_router(module.router, prefix="/api/v2")
     app.include_router(routes_control.router)
 

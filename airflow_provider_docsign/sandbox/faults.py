@@ -35,7 +35,14 @@ ACTIONS = (
     "wrong_content_type",
     "truncate",
     "ignore_order",
+    # Sealed downloads (``version=signed`` of a completed item) served broken, to reach every
+    # signature-verification failure over HTTP: a byte flipped inside the signed range, the unsealed
+    # rendering, and an incremental update that changes page content after the signature.
+    "tamper_signed",
+    "unsigned",
+    "modified_after_signing",
 )
+SIGNED_VARIANTS = frozenset({"tamper_signed", "unsigned", "modified_after_signing"})
 DOWNLOAD_ROUTE = re.compile(r"^/envelope/(item/[^/]+/download|[^/]+/(audit-log|certificate)/download)$")
 _fault_ids = itertools.count(1)
 
@@ -310,6 +317,9 @@ class SandboxMiddleware:
             await self.app(scope, receive, swallow)
             await _abort(raw_send)
             return captured["status"]
+        elif action in SIGNED_VARIANTS:
+            scope["sandbox.signed_variant"] = action
+            await self.app(scope, receive, send)
         elif action == "ignore_order":
             scope["sandbox.ignore_order"] = True
             await self.app(scope, receive, send)

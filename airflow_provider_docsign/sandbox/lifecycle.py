@@ -15,7 +15,7 @@ import os
 import time
 from typing import Any
 
-from . import pdfops
+from . import pdfops, prefill
 from .errors import app_error, plain_error
 from .ids import cuid, iso, iso_in
 from .schemas import SIGNATURE_TYPES
@@ -74,6 +74,8 @@ def distribute(
         if meta:
             env["documentMeta"].update({k: v for k, v in meta.items()})
         method = env["documentMeta"].get("distributionMethod", "EMAIL")
+        # Real service: prefilled fields are inserted when their recipient is first sent the envelope.
+        prefill.auto_insert(store, envelope_id)
         now = iso()
         for rec in recipients:
             if rec["role"] == "CC" or rec["signingStatus"] == "SIGNED":
@@ -331,7 +333,7 @@ def seal(state: SandboxState, envelope_id: str) -> None:
         recipients = store.recipients_of(envelope_id)
         fields = store.fields_of(envelope_id)
     completed_at = iso()
-    produced: dict[str, tuple[str, str]] = {}
+    produced: dict[str, tuple[str, str, str]] = {}
     if outcome == "COMPLETED":
         pages = {i["id"]: int(i["_pages"]) for i in items}
         for fld in fields:
@@ -351,18 +353,26 @@ def seal(state: SandboxState, envelope_id: str) -> None:
         for item in items:
             data_id = cuid()
             name = f"{data_id}.pdf"
+            # Real service: a completed document is sealed with the instance certificate (PAdES,
+            # signing time = completion). The unsealed rendering is kept for the `unsigned` fault.
+            seal_it = outcome == "COMPLETED" and state.sealer is not None
+            unsealed = f"{data_id}.unsealed.pdf" if seal_it else name
             pdfops.write_signed(
                 store.file_path(item["_original"]),
-                store.file_path(name),
+                store.file_path(unsealed),
                 marks_for(state, item["id"]),
                 certificate,
                 stamp=stamp,
             )
-            produced[item["id"]] = (data_id, name)
+            produced[item["id"]] = (data_id, name, unsealed)
+            if seal_it:
+                assert state.sealer is not None
+                state.sealer.seal(store.file_path(unsealed), store.file_path(name), completed_at)
     except Exception:
-        for _, name in produced.values():
-            with contextlib.suppress(OSError):
-                os.unlink(store.file_path(name))
+        for _, name, unsealed in produced.values():
+            for stale in {name, unsealed}:
+                with contextlib.suppress(OSError):
+                    os.unlink(store.file_path(stale))
         raise
     with store.tx():
         current_env = store.edit("envelope", envelope_id)
@@ -370,12 +380,13 @@ def seal(state: SandboxState, envelope_id: str) -> None:
             return
         current_env.update({"status": outcome, "completedAt": completed_at, "updatedAt": completed_at})
         store.put("envelope", current_env)
-        for item_id, (data_id, name) in produced.items():
+        for item_id, (data_id, name, unsealed) in produced.items():
             sealed = store.edit("item", item_id)
             if sealed is None:
                 continue
             sealed["documentDataId"] = data_id
             sealed["_signed"] = name
+            sealed["_unsealed"] = unsealed if unsealed != name else None
             sealed["_signedSha256"] = None
             store.put("item", sealed)
         if outcome == "COMPLETED":

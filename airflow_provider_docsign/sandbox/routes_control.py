@@ -36,6 +36,16 @@ async def health() -> Response:
     return JSONResponse({"ok": True})
 
 
+@router.get("/certificate")
+async def certificate(request: Request) -> Response:
+    """The sandbox's sealing certificate as PEM (public, like an instance's certificate; no auth)."""
+    sealer = state_of(request).sealer
+    if sealer is None:
+        raise ApiError(404, {"error": "this sandbox does not seal documents"})
+    pem = await run_in_threadpool(lambda: sealer.certificate_pem)
+    return Response(pem, media_type="application/x-pem-file")
+
+
 @router.post("/sign")
 async def sign(request: Request) -> Response:
     """``{envelopeId, recipientId?}``: sign as one recipient, or as every unsigned non-CC recipient."""

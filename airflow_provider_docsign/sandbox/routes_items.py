@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from . import lifecycle, pdfops
+from . import lifecycle, pdfops, sealing
 from .builders import check_files, check_item_limit, check_payload, pdf_pages, store_item
 from .common import authenticate, envelope_or_404, json_body, multipart_call, ok, state_of, success
 from .errors import ApiError, app_error, download_error
@@ -249,6 +249,11 @@ async def download_item(request: Request, envelope_item_id: str) -> Response:
         # Real service: before completion "signed" is simply the uploaded PDF, with status 200.
         if item.get("_signed"):
             path = store.file_path(item["_signed"])
+            variant = request.scope.get("sandbox.signed_variant")
+            if variant:
+                tmp = await run_in_threadpool(_render_variant, state, item, str(variant))
+                tmp_etag: str = await run_in_threadpool(_sha256_file, tmp)
+                return file_response(tmp, f"{stem}_signed.pdf", tmp_etag, NO_CACHE, remove_after=True)
             etag = item.get("_signedSha256") or await run_in_threadpool(_sha256_file, path)
         else:
             path, etag = store.file_path(item["_original"]), item["_originalSha256"]
@@ -269,6 +274,26 @@ async def download_item(request: Request, envelope_item_id: str) -> Response:
     return file_response(
         tmp, f"{stem}_pending.pdf", pending_etag, {"cache-control": "no-store, private"}, remove_after=True
     )
+
+
+def _render_variant(state: SandboxState, item: Obj, variant: str) -> Path:
+    """A temporary copy of a sealed item, broken the way a download fault asks for."""
+    store = state.store
+    sealed = store.file_path(item["_signed"])
+    fd, name = tempfile.mkstemp(dir=store.tmp_dir, suffix=".pdf")
+    os.close(fd)
+    try:
+        if variant == "unsigned":
+            sealing.copy_file(store.file_path(item.get("_unsealed") or item["_original"]), name)
+        elif variant == "tamper_signed":
+            sealing.write_tampered(sealed, name)
+        else:
+            sealing.write_modified(sealed, name)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        raise
+    return Path(name)
 
 
 def _render_pending(state: SandboxState, item: Obj, marks: list[pdfops.Mark]) -> Path:

@@ -47,7 +47,16 @@ FIELD_META_DEFAULTS: dict[str, dict[str, object] | None] = {
         "required": False,
         "readOnly": False,
     },
-    "NUMBER": {"type": "number", "fontSize": 12, "textAlign": "left"},
+    # As recorded (templates/21): a NUMBER field created without fieldMeta.
+    "NUMBER": {
+        "label": "",
+        "placeholder": "",
+        "required": False,
+        "readOnly": False,
+        "fontSize": 12,
+        "type": "number",
+        "textAlign": "left",
+    },
     "RADIO": {"type": "radio", "values": [], "direction": "vertical"},
     "CHECKBOX": {"type": "checkbox", "values": [], "direction": "vertical"},
     "DROPDOWN": {"type": "dropdown", "values": []},

@@ -270,7 +270,9 @@ class SandboxServer:
         """Apply a fault to the next ``count`` requests matching ``method`` and ``path`` (under /api/v2).
 
         ``*`` in ``path`` matches one segment. Actions: ``status``, ``delay``, ``drop_after_commit``,
-        ``drop_before``, ``wrong_content_type``, ``truncate``, ``ignore_order``. Returns the fault id.
+        ``drop_before``, ``wrong_content_type``, ``truncate``, ``ignore_order``, and for a sealed
+        item's ``version=signed`` download ``tamper_signed``, ``unsigned``, ``modified_after_signing``.
+        Returns the fault id.
         """
         body = {
             "method": method,
@@ -301,6 +303,13 @@ class SandboxServer:
     def clear_requests(self) -> None:
         """Empty the request log."""
         self._control("POST", "/requests/clear")
+
+    def certificate_pem(self) -> bytes:
+        """The sandbox's sealing certificate (PEM), from ``GET /_sandbox/certificate``."""
+        resp = self._http().get(f"{self.root_url}/_sandbox/certificate", timeout=30)
+        if resp.status_code != 200:
+            raise SandboxError(f"GET /_sandbox/certificate failed with HTTP {resp.status_code}")
+        return resp.content
 
     def item_bytes(self, envelope_item_id: str, version: str = "signed") -> bytes:
         """The bytes the sandbox would serve for an item version (``original`` or ``signed``)."""

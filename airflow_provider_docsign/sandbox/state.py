@@ -12,6 +12,7 @@ from typing import Any
 
 from .faults import Traffic
 from .ids import cuid, iso
+from .sealing import Sealer
 from .store import Obj, Store
 
 log = logging.getLogger("airflow_provider_docsign.sandbox")
@@ -26,6 +27,7 @@ class SandboxState:
     :param max_file_bytes: Per-file upload limit.
     :param auto_sign_after: Seconds after distribution at which every recipient signs, or None.
     :param seal_delay: Seconds between the last signature (or a rejection) and the status change.
+    :param sealer: Signs completed PDFs (a :class:`~.sealing.Sealer`); None leaves them unsealed.
     """
 
     store: Store
@@ -34,6 +36,7 @@ class SandboxState:
     auto_sign_after: float | None = None
     seal_delay: float = 0.3
     traffic: Traffic = field(default_factory=Traffic)
+    sealer: Sealer | None = None
     _timers: list[threading.Timer] = field(default_factory=list)
     _closed: bool = False
 

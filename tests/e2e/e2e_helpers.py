@@ -15,6 +15,7 @@ EXAMPLE_DAG_IDS = {
     "docsign_bulk_signing",
     "docsign_folders",
     "docsign_rejected_signer",
+    "docsign_template_onboarding",
 }
 
 
@@ -23,13 +24,25 @@ def sha256_file(path: Path) -> str:
 
 
 def sandbox_conn_json(server: SandboxServer) -> str:
-    """A ``docsign`` connection (Airflow JSON form) for ``server``, with fast, bounded retries."""
+    """A ``docsign`` connection (Airflow JSON form) for ``server``, with fast, bounded retries.
+
+    It pins the sandbox's sealing certificate (``signing_certificate_fingerprints``), as a user pins a
+    self-hosted instance's self-signed certificate.
+    """
+    from airflow_provider_docsign.signatures import certificate_fingerprints
+
     return json.dumps(
         {
             "conn_type": "docsign",
             "host": server.base_url,
             "password": server.api_key,
-            "extra": {"max_retries": 3, "backoff_factor": 0.05, "max_retry_wait": 2, "timeout": 10},
+            "extra": {
+                "max_retries": 3,
+                "backoff_factor": 0.05,
+                "max_retry_wait": 2,
+                "timeout": 10,
+                "signing_certificate_fingerprints": certificate_fingerprints(server.certificate_pem()),
+            },
         }
     )
 

@@ -84,8 +84,14 @@ def test_contract_signing_runs_to_success_and_archives_signed_pdfs(
         (3, "Data processing annex"),
     ]
     _assert_archived_signed_bytes(autosign_sandbox, manifest_path, manifest, archive_dir)
+    # Every archived PDF is sealed by the sandbox, verified, and trusted through the pinned fingerprint.
+    for entry in _file_entries(manifest):
+        (check,) = entry["signature"]["signatures"]
+        assert (check["intact"], check["valid"], check["coverage"]) == (True, True, "entire_file")
+        assert check["trusted"] is True
     audit = manifest["audit_log"]
     assert _local_path(audit["uri"], manifest_path).read_bytes().startswith(b"%PDF-")
+    assert audit["signature"]["signed"] is False
 
     envelope = _hook().get_envelope(manifest["envelope_id"])
     assert envelope.status == EnvelopeStatus.COMPLETED

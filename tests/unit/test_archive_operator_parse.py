@@ -70,6 +70,7 @@ def test_templated_fields() -> None:
         ({"filename_template": "../{title}.pdf"}, "'..'"),
         ({"manifest_name": "{title}.json"}, "unknown placeholder"),
         ({"manifest_name": "manifest.pdf"}, "must not end in .pdf"),
+        ({"verify_signatures": "strict"}, "verify_signatures must be one of"),
     ],
 )
 def test_bad_arguments_fail_at_parse_time(kwargs: dict[str, Any], message: str, tmp_path: Path) -> None:
@@ -96,3 +97,23 @@ def test_an_asset_alias_is_declared_for_templated_destinations() -> None:
     assert isinstance(both.outlets[1], AssetAlias)
     with pytest.raises(ValueError, match="asset_alias"):
         _op(destination="/tmp/x", asset_alias=" ")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({}, "require"),
+        ({"version": "original"}, "off"),
+        ({"version": "pending"}, "off"),
+        ({"require_completed": False}, "record"),
+        ({"version": "original", "verify_signatures": "record"}, "record"),
+        ({"verify_signatures": "off"}, "off"),
+    ],
+)
+def test_verify_signatures_defaults(kwargs: dict[str, Any], expected: str, tmp_path: Path) -> None:
+    assert _op(destination=str(tmp_path), **kwargs).verify_signatures == expected
+
+
+def test_one_trusted_certificate_may_be_given_alone(tmp_path: Path) -> None:
+    op = _op(destination=str(tmp_path), trusted_certificates=tmp_path / "ca.pem")
+    assert op.trusted_certificates == [tmp_path / "ca.pem"]

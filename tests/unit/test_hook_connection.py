@@ -239,3 +239,29 @@ def test_other_uri_forms(monkeypatch: pytest.MonkeyPatch, uri: str, expected: st
     hook = DocsignHook("docsign_forms")
     assert hook.base_url == expected
     assert hook.settings.api_key == KEY
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, ()),
+        (["AB" * 32], ("ab" * 32,)),
+        (":".join(["CD"] * 32) + ", " + "ef" * 32, ("cd" * 32, "ef" * 32)),
+        (json.dumps(["01" * 32]), ("01" * 32,)),
+    ],
+)
+def test_signing_certificate_fingerprints_extra(
+    monkeypatch: pytest.MonkeyPatch, value: object, expected: tuple[str, ...]
+) -> None:
+    extra = {} if value is None else {"signing_certificate_fingerprints": value}
+    conn = {"conn_type": "docsign", "host": "http://127.0.0.1:9/api/v2", "password": KEY, "extra": extra}
+    monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_UNIT", json.dumps(conn))
+    assert DocsignHook("docsign_unit").settings.signing_certificate_fingerprints == expected
+
+
+def test_malformed_fingerprint_extra_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    extra = {"signing_certificate_fingerprints": "not-a-fingerprint"}
+    conn = {"conn_type": "docsign", "host": "http://127.0.0.1:9/api/v2", "password": KEY, "extra": extra}
+    monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_UNIT", json.dumps(conn))
+    with pytest.raises(DocsignError, match="signing_certificate_fingerprints"):
+        _ = DocsignHook("docsign_unit").settings

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from airflow_provider_docsign._sources import open_source
 from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.hooks._io import (
     FileObjectSink,
@@ -12,7 +13,6 @@ from airflow_provider_docsign.hooks._io import (
     SizedReader,
     filename_from_disposition,
     make_sink,
-    open_source,
 )
 
 

@@ -64,7 +64,7 @@ def test_connection_form_declares_base_url_key_and_extras() -> None:
     assert set(behaviour["hidden-fields"]) == {"schema", "port", "login"}
     assert behaviour["placeholders"]["host"] == "https://app.documenso.com/api/v2"
     assert "password" in behaviour["relabeling"]
-    assert {"timeout", "verify", "web_url"} <= set(conn["conn-fields"])
+    assert {"timeout", "verify", "web_url", "signing_certificate_fingerprints"} <= set(conn["conn-fields"])
 
 
 def test_airflow_cli_lists_the_docsign_connection_type() -> None:

@@ -1,0 +1,338 @@
+"""Operators that create envelopes from templates, and keep templates up to date."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_docsign._compat import AirflowFailException
+from airflow_provider_docsign.exceptions import DocsignAmbiguousWriteError, DocsignValidationError
+from airflow_provider_docsign.models import EnvelopeStatus
+from airflow_provider_docsign.operators._base import (
+    PERMANENT_ERRORS,
+    DocsignBaseOperator,
+    DocsignRetryWithoutExternalIdWarning,
+    current_try,
+    existing_by_external_id,
+    fail_now,
+    resolve_files,
+    status_value,
+)
+from airflow_provider_docsign.operators.envelope import IF_EXISTS_CHOICES, DocsignCreateEnvelopeOperator
+
+if TYPE_CHECKING:
+    from airflow_provider_docsign._compat import Context
+    from airflow_provider_docsign.models import Envelope
+
+__all__ = [
+    "DocsignCreateEnvelopeFromTemplateOperator",
+    "DocsignCreateTemplateOperator",
+    "DocsignDuplicateTemplateOperator",
+]
+
+
+def _template_number(template: Envelope) -> int | None:
+    """The legacy template number (``template_14`` -> 14) that envelopes made from it carry."""
+    secondary = str(template.raw.get("secondaryId") or "")
+    tail = secondary.rsplit("_", 1)[-1]
+    return int(tail) if secondary.startswith("template_") and tail.isdigit() else None
+
+
+class DocsignCreateEnvelopeFromTemplateOperator(DocsignBaseOperator):
+    """Create an envelope from a template, with recipients mapped, fields prefilled and PDFs replaced.
+
+    The template is read and the whole call checked against it before anything is sent: every
+    recipient who must act (any role but CC) mapped exactly once and to no unknown recipient; prefill
+    values that name existing fields and fit their type (number format, option values, text length);
+    replacement PDFs that are PDFs, match an item of the template and have every page that the
+    template's fields on that item use. The real service accepts a too-short replacement and a
+    non-numeric number, leaving an envelope that can never complete or carries a wrong value.
+
+    **Safe retries**, as for :class:`DocsignCreateEnvelopeOperator`: with ``external_id`` set, a retry
+    of the task, or a use whose outcome was ambiguous, first looks for the envelope by exact
+    ``external_id`` in the folder, and ``if_exists`` decides; without it an ambiguous use fails the task
+    rather than being repeated blindly.
+
+    Returns ``{"envelope_id", "item_ids", "external_id", "status"}``, the same as
+    :class:`DocsignCreateEnvelopeOperator`, so the sensor and the archive operator chain after it.
+
+    :param template_id: The template's envelope id. Templated.
+    :param recipients: ``[{"id" or "placeholder", "email", "name"?, "signingOrder"?}]``; ``placeholder``
+        is the template recipient's name or e-mail. Templated (rendered as JSON).
+    :param prefill_fields: ``[{"id" or "label", "value"}]`` or ``{label: value}``. Templated.
+    :param files: Replacement PDFs: ``{template item id or title: path or URI}`` or a list in item order
+        (``None`` keeps the template's PDF). Paths may be local, ``ObjectStoragePath`` or any fsspec
+        URI. Templated.
+    :param external_id: Your reference for the new envelope, used to find it on retry. Templated.
+    :param folder_id: The document folder for the new envelope. Templated.
+    :param distribute: Send the envelope at once (default ``True``). Templated.
+    :param override: ``title``, ``subject``, ``message``, ``timezone``, ``dateFormat``, ``language``...
+        Templated (rendered as JSON).
+    :param form_values: PDF form values. Templated.
+    :param if_exists: ``"reuse"`` (default), ``"fail"`` or ``"create"``, as for the create operator.
+    :param docsign_conn_id: The Airflow connection of type ``docsign``.
+    """
+
+    template_fields: Sequence[str] = (
+        "template_id",
+        "recipients",
+        "prefill_fields",
+        "files",
+        "external_id",
+        "folder_id",
+        "distribute",
+        "override",
+        "form_values",
+    )
+    template_fields_renderers = {
+        "recipients": "json",
+        "prefill_fields": "json",
+        "files": "json",
+        "override": "json",
+        "form_values": "json",
+    }
+    ui_color = "#d6eaff"
+
+    def __init__(
+        self,
+        *,
+        template_id: str,
+        recipients: list[dict[str, Any]],
+        prefill_fields: Any = None,
+        files: Any = None,
+        external_id: str | None = None,
+        folder_id: str | None = None,
+        distribute: bool = True,
+        override: dict[str, Any] | None = None,
+        form_values: dict[str, Any] | None = None,
+        if_exists: str = "reuse",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if if_exists not in IF_EXISTS_CHOICES:
+            raise ValueError(f"if_exists must be one of {IF_EXISTS_CHOICES}, not {if_exists!r}")
+        self.template_id = template_id
+        self.recipients = recipients
+        self.prefill_fields = prefill_fields
+        self.files = files
+        self.external_id = external_id
+        self.folder_id = folder_id
+        self.distribute = distribute
+        self.override = override
+        self.form_values = form_values
+        self.if_exists = if_exists
+        if not external_id and (self.retries or 0) > 0:
+            warnings.warn(
+                f"Task {self.task_id!r}: DocsignCreateEnvelopeFromTemplateOperator has retries="
+                f"{self.retries} but no external_id, so a retry cannot find an envelope a failed try "
+                "already created and may make a duplicate. Set external_id to a value unique per logical "
+                "envelope, e.g. 'onboarding-{{ run_id }}-<customer id>'.",
+                DocsignRetryWithoutExternalIdWarning,
+                stacklevel=2,
+            )
+
+    def _files(self) -> Any:
+        if self.files is None:
+            return None
+        if isinstance(self.files, Mapping):
+            return {key: resolve_files(src, argument=f"files[{key!r}]")[0] for key, src in self.files.items()}
+        if isinstance(self.files, str):
+            return resolve_files(self.files)
+        return [None if src is None else resolve_files(src, argument="files[]")[0] for src in self.files]
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        """Create (or, on retry, find) the envelope and return its ids and status."""
+        try:
+            files = self._files()
+        except (TypeError, ValueError) as err:
+            raise fail_now(DocsignValidationError([str(err)], f"task {self.task_id!r} arguments")) from err
+        try:
+            template = self.hook.get_template(str(self.template_id))
+        except PERMANENT_ERRORS as err:
+            raise fail_now(err) from err
+        envelope_id: str | None = None
+        reused = False
+        if self.external_id and self.if_exists != "create" and current_try(context) > 1:
+            self.log.info(
+                "Retry: looking for an envelope a previous try may have made (%r)", self.external_id
+            )
+            envelope_id = self._existing()
+            reused = envelope_id is not None
+        if envelope_id is None:
+            envelope_id, reused = self._use(template, files)
+        self.xcom_push_safe(context, "envelope_id", envelope_id)
+        self.push_envelope_link(context, envelope_id)
+        envelope = self.hook.get_envelope(envelope_id)
+        self.push_envelope_link(context, envelope_id, envelope)
+        if reused:
+            envelope = self._adopt(envelope, template)
+        result: dict[str, Any] = {
+            "envelope_id": envelope.id,
+            "item_ids": envelope.item_ids,
+            "external_id": envelope.external_id if envelope.external_id is not None else self.external_id,
+            "status": status_value(envelope.status),
+        }
+        self.log.info("Envelope %s from template %s is %s", envelope.id, template.id, result["status"])
+        return result
+
+    def _existing(self) -> str | None:
+        return existing_by_external_id(self, self.external_id, self.folder_id, self.if_exists)
+
+    def _use(self, template: Envelope, files: Any) -> tuple[str, bool]:
+        """Use the template; return the new envelope's id and whether an existing one was adopted."""
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                result = self.hook.use_template(
+                    template.id,
+                    template=template,
+                    recipients=self.recipients,
+                    prefill_fields=self.prefill_fields,
+                    files=files,
+                    external_id=self.external_id,
+                    folder_id=self.folder_id,
+                    distribute=bool(self.distribute),
+                    override=self.override,
+                    form_values=self.form_values,
+                )
+                return result.envelope_id, False
+            except PERMANENT_ERRORS as err:
+                raise fail_now(err) from err
+            except DocsignAmbiguousWriteError as err:
+                if not self.external_id or self.if_exists == "create":
+                    why = "no external_id is set" if not self.external_id else "if_exists='create'"
+                    raise AirflowFailException(
+                        f"The template use's outcome is unknown ({err}) and cannot be checked because "
+                        f"{why}; not repeating it. Look for the envelope in the web app first."
+                    ) from err
+                self.log.warning("The template use's outcome is unknown (%s); checking by externalId", err)
+                found = self._existing()
+                if found is not None:
+                    return found, True
+                if attempts >= 2:
+                    raise
+                self.log.info(
+                    "No envelope with externalId %r exists: the use did not take effect", self.external_id
+                )
+
+    def _adopt(self, envelope: Envelope, template: Envelope) -> Envelope:
+        """Check a found envelope was made from this template; send it if it should have been sent."""
+        number = _template_number(template)
+        if envelope.raw.get("source") != "TEMPLATE" or (
+            number is not None and envelope.raw.get("templateId") != number
+        ):
+            raise AirflowFailException(
+                f"Envelope {envelope.id} has externalId {self.external_id!r} but was not made from template "
+                f"{template.id}. Is the external_id unique per logical envelope?"
+            )
+        if self.distribute and envelope.status == EnvelopeStatus.DRAFT:
+            self.log.info("Envelope %s was created but not sent; distributing it now", envelope.id)
+            self.hook.distribute_envelope(envelope.id)
+            envelope = self.hook.get_envelope(envelope.id)
+        return envelope
+
+
+class DocsignCreateTemplateOperator(DocsignCreateEnvelopeOperator):
+    """Create a template from PDFs, recipient roles (placeholder e-mails) and fields, idempotently.
+
+    Validated exactly as :class:`DocsignCreateEnvelopeOperator` validates. With ``reuse_by_title``
+    (default), a template with exactly this title in the folder is reused instead of creating another,
+    so a setup task can run every time. Give fields a ``fieldMeta.label`` so that pipelines can prefill
+    them by label.
+
+    Returns the create operator's dict plus ``template_id``.
+
+    :param reuse_by_title: Reuse an existing template with the same title in the folder.
+    :param kwargs: As for :class:`DocsignCreateEnvelopeOperator` (``title``, ``files``, ``recipients``,
+        ``meta``, ``folder_id`` (a TEMPLATE folder), ``external_id``, ``if_exists``...).
+    """
+
+    def __init__(self, *, reuse_by_title: bool = True, **kwargs: Any) -> None:
+        kwargs["envelope_type"] = "TEMPLATE"
+        super().__init__(**kwargs)
+        self.reuse_by_title = reuse_by_title
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        """Find the template by title, or create it; return its ids."""
+        if self.reuse_by_title:
+            self._checked_inputs()
+            found = self.hook.find_templates_by_title(str(self.title), folder_id=self.folder_id)
+            if len(found) > 1:
+                raise AirflowFailException(
+                    f"{len(found)} templates are titled {self.title!r} in folder "
+                    f"{self.folder_id or '(root)'}: {', '.join(t.id for t in found)}; keep one or set "
+                    "reuse_by_title=False"
+                )
+            if found:
+                template = self.hook.get_template(found[0].id)
+                self.log.info("Reusing template %s titled %r", template.id, self.title)
+                self.xcom_push_safe(context, "envelope_id", template.id)
+                self.push_envelope_link(context, template.id, template)
+                return {
+                    "envelope_id": template.id,
+                    "template_id": template.id,
+                    "item_ids": template.item_ids,
+                    "external_id": template.external_id,
+                    "status": status_value(template.status),
+                }
+        result = super().execute(context)
+        result["template_id"] = result["envelope_id"]
+        return result
+
+
+class DocsignDuplicateTemplateOperator(DocsignBaseOperator):
+    """Copy a template (items, recipients and fields), optionally under a new title.
+
+    A duplicate is not idempotent: if its outcome is unknown (the answer was lost) the task fails
+    without retrying, rather than make a second copy.
+
+    Returns ``{"template_id", "source_template_id", "title"}``.
+
+    :param template_id: The template to copy. Templated.
+    :param title: The copy's title (default: the service's ``"<title> (copy)"``). Templated.
+    :param include_recipients: Copy the recipients.
+    :param include_fields: Copy the fields.
+    :param docsign_conn_id: The Airflow connection of type ``docsign``.
+    """
+
+    template_fields: Sequence[str] = ("template_id", "title")
+    ui_color = "#d6eaff"
+
+    def __init__(
+        self,
+        *,
+        template_id: str,
+        title: str | None = None,
+        include_recipients: bool = True,
+        include_fields: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.template_id = template_id
+        self.title = title
+        self.include_recipients = include_recipients
+        self.include_fields = include_fields
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        """Duplicate the template and return the copy's id."""
+        try:
+            new_id = self.hook.duplicate_template(
+                str(self.template_id),
+                include_recipients=self.include_recipients,
+                include_fields=self.include_fields,
+            )
+        except PERMANENT_ERRORS as err:
+            raise fail_now(err) from err
+        except DocsignAmbiguousWriteError as err:
+            raise AirflowFailException(
+                f"The duplicate's outcome is unknown ({err}); not repeating it (a copy may exist already)"
+            ) from err
+        self.xcom_push_safe(context, "envelope_id", new_id)
+        if self.title:
+            self.hook.update_envelope(new_id, data={"title": self.title})
+        template = self.hook.get_template(new_id)
+        self.push_envelope_link(context, new_id, template)
+        self.log.info("Duplicated template %s as %s %r", self.template_id, new_id, template.title)
+        return {"template_id": new_id, "source_template_id": str(self.template_id), "title": template.title}

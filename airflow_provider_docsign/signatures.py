@@ -1,0 +1,470 @@
+"""Verify the digital (PAdES/CMS) signatures embedded in a PDF, with pyHanko.
+
+The visible mark of a signature field is not a signature; what makes a sealed document worth
+archiving is the CMS signature the service embeds once every signer has signed. This module opens
+every embedded signature and reports, per signature, what is cryptographically proven:
+
+* ``intact``: the digest over the signature's ``/ByteRange`` matches the signed digest;
+* ``valid``: the CMS signature over that digest verifies with the signer certificate's key;
+* ``coverage``: whether the signature covers the whole file, or an earlier revision followed by
+  incremental updates, and pyHanko's modification level for those updates;
+* ``trusted``: whether the signer certificate is trusted by a :class:`TrustPolicy` (``None`` when no
+  policy is set). Intact and valid say nothing about *who* signed; only a policy does.
+
+Pure: no HTTP. Sources are opened with the same helper as uploads (:mod:`._sources`) and read by
+pyHanko from the file object, never loaded into memory whole, so memory stays bounded by the size of
+the PDF's cross-reference data, not of the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import IO, Any
+
+from airflow_provider_docsign._sources import open_source
+
+__all__ = [
+    "COVERAGE_ENTIRE_FILE",
+    "COVERAGE_ENTIRE_REVISION",
+    "MODIFICATION_ALLOWED",
+    "SignatureCheck",
+    "SignatureReport",
+    "SignerCertificate",
+    "TrustPolicy",
+    "UnreadablePdfError",
+    "certificate_fingerprints",
+    "normalize_fingerprint",
+    "verify_pdf_signatures",
+]
+
+#: The signature covers every byte of the file (nothing was appended after signing).
+COVERAGE_ENTIRE_FILE = "entire_file"
+#: The signature covers an earlier revision; incremental updates follow (see ``modification_level``).
+COVERAGE_ENTIRE_REVISION = "entire_revision"
+#: Modification levels pyHanko accepts after a signature: none, document timestamps and validation
+#: data (LTA), form filling and annotations. ``other`` means the content was changed.
+MODIFICATION_ALLOWED = frozenset({"none", "lta_updates", "form_filling", "annotations"})
+
+_FINGERPRINT_RE = re.compile(r"^[0-9a-f]{64}$")
+_LOG = logging.getLogger(__name__)
+
+
+class UnreadablePdfError(ValueError):
+    """The source is not a PDF that can be read (as opposed to a PDF whose signatures fail)."""
+
+
+def normalize_fingerprint(value: str) -> str:
+    """A SHA-256 fingerprint in lower-case hex without separators (``AB:CD:…`` is accepted).
+
+    :param value: The fingerprint as written by ``openssl x509 -fingerprint -sha256`` or as hex.
+    :raises ValueError: When it is not 32 bytes of hex.
+    """
+    text = re.sub(r"[\s:]", "", str(value)).lower()
+    if text.startswith("sha256="):
+        text = text[len("sha256=") :]
+    if not _FINGERPRINT_RE.match(text):
+        raise ValueError(f"{value!r} is not a SHA-256 fingerprint (64 hex digits, ':' separators allowed)")
+    return text
+
+
+def certificate_fingerprints(pem: bytes | str) -> list[str]:
+    """The SHA-256 fingerprints (lower-case hex) of every certificate in a PEM document.
+
+    Use it to pin an instance's sealing certificate (connection extra
+    ``signing_certificate_fingerprints``) from its PEM file.
+
+    :param pem: The PEM text.
+    """
+    policy = TrustPolicy.build(pem=[pem])
+    return [hashlib.sha256(der).hexdigest() for der in (policy.certificates if policy else ())]
+
+
+@dataclass(frozen=True)
+class TrustPolicy:
+    """Which signer certificates are trusted.
+
+    A signer is trusted when its certificate's SHA-256 fingerprint is pinned, or when it chains (with
+    the certificates embedded in the signature) to one of the trusted certificates. Nothing is fetched
+    from the network (no AIA, CRL or OCSP look-ups).
+
+    :param certificates: Trusted certificates (roots, intermediates or the signer itself), as DER bytes.
+    :param fingerprints: Pinned SHA-256 fingerprints of signer certificates (lower-case hex).
+    """
+
+    certificates: tuple[bytes, ...] = ()
+    fingerprints: frozenset[str] = frozenset()
+
+    @classmethod
+    def build(
+        cls, *, pem: Iterable[bytes | str] = (), fingerprints: Iterable[str] = ()
+    ) -> TrustPolicy | None:
+        """A policy from PEM texts and fingerprints; ``None`` when both are empty (no policy).
+
+        :param pem: PEM documents, each holding one or more certificates.
+        :param fingerprints: SHA-256 fingerprints (hex, ``:`` separators allowed).
+        :raises ValueError: For a PEM document without a certificate or a malformed fingerprint.
+        """
+        from asn1crypto import pem as asn1_pem
+
+        ders: list[bytes] = []
+        for index, document in enumerate(pem):
+            data = document.encode("ascii") if isinstance(document, str) else bytes(document)
+            try:
+                blocks = list(asn1_pem.unarmor(data, multiple=True))
+                found = [der for kind, _, der in blocks if kind == "CERTIFICATE"]
+            except ValueError:
+                found = []
+            if not found:
+                raise ValueError(f"trusted certificate #{index + 1} holds no PEM CERTIFICATE block")
+            ders.extend(found)
+        pins = frozenset(normalize_fingerprint(f) for f in fingerprints)
+        if not ders and not pins:
+            return None
+        return cls(certificates=tuple(ders), fingerprints=pins)
+
+    @classmethod
+    def from_sources(
+        cls, sources: Iterable[Any] = (), *, fingerprints: Iterable[str] = ()
+    ) -> TrustPolicy | None:
+        """A policy from PEM files (paths, URIs or ``ObjectStoragePath``) and fingerprints.
+
+        :param sources: Where the PEM certificates are.
+        :param fingerprints: Pinned SHA-256 fingerprints.
+        """
+        texts: list[bytes] = []
+        for source in sources:
+            stream, owned = open_source(source)
+            try:
+                texts.append(stream.read(1024 * 1024))  # certificates are small; bound what is read
+            finally:
+                if owned:
+                    stream.close()
+        return cls.build(pem=texts, fingerprints=fingerprints)
+
+
+@dataclass(frozen=True)
+class SignerCertificate:
+    """The signer certificate of one signature.
+
+    :param subject: The subject as one readable string.
+    :param common_name: The subject's CN (``None`` if absent).
+    :param organization: The subject's O (``None`` if absent).
+    :param issuer: The issuer as one readable string.
+    :param serial: The serial number in hex.
+    :param sha256: The SHA-256 fingerprint of the DER certificate (lower-case hex).
+    :param not_before: Start of validity (ISO 8601, UTC).
+    :param not_after: End of validity (ISO 8601, UTC).
+    :param self_signed: Whether subject and issuer are the same and the certificate signs itself.
+    """
+
+    subject: str
+    common_name: str | None
+    organization: str | None
+    issuer: str
+    serial: str
+    sha256: str
+    not_before: str
+    not_after: str
+    self_signed: bool
+
+
+@dataclass(frozen=True)
+class SignatureCheck:
+    """What was verified about one embedded signature.
+
+    :param field_name: The signature field's fully qualified name.
+    :param subfilter: The signature dictionary's ``/SubFilter`` (e.g. ``ETSI.CAdES.detached``).
+    :param signer: The signer certificate (``None`` if the CMS carries none that matches).
+    :param signing_time: The signing time the signer claims (ISO 8601), if any.
+    :param timestamp_time: The time of an embedded RFC 3161 timestamp token (ISO 8601), if any.
+    :param intact: The digest over ``/ByteRange`` matches the signed digest.
+    :param valid: The CMS signature verifies with the signer certificate's public key.
+    :param coverage: ``entire_file``, ``entire_revision`` (later incremental updates),
+        ``contiguous_block_from_start`` or ``unclear``.
+    :param modification_level: pyHanko's level for changes after the signed revision: ``none``,
+        ``lta_updates``, ``form_filling``, ``annotations`` or ``other``.
+    :param trusted: True or False against the trust policy; ``None`` without one.
+    :param problems: Why this signature does not pass (empty when it does).
+    """
+
+    field_name: str
+    subfilter: str | None
+    signer: SignerCertificate | None
+    signing_time: str | None
+    timestamp_time: str | None
+    intact: bool
+    valid: bool
+    coverage: str
+    modification_level: str
+    trusted: bool | None
+    problems: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        """Intact, valid, no disallowed change after signing, and not untrusted."""
+        return not self.problems
+
+
+@dataclass(frozen=True)
+class SignatureReport:
+    """The signatures of one PDF, in signing order.
+
+    :param source: What was verified (a path or URI).
+    :param signatures: One check per embedded signature.
+    :param trust_policy_set: Whether a trust policy was applied.
+    """
+
+    source: str
+    signatures: tuple[SignatureCheck, ...] = field(default_factory=tuple)
+    trust_policy_set: bool = False
+
+    @property
+    def signed(self) -> bool:
+        """Whether the PDF carries at least one digital signature."""
+        return bool(self.signatures)
+
+    @property
+    def problems(self) -> list[str]:
+        """Every reason this PDF fails as a signed document (``no digital signature`` when unsigned)."""
+        if not self.signatures:
+            return ["no digital signature"]
+        return [f"signature {s.field_name!r}: {p}" for s in self.signatures for p in s.problems]
+
+    @property
+    def passed(self) -> bool:
+        """Signed, and every signature passes."""
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-safe data (the manifest's ``signature`` object and the CLI's ``--json``)."""
+        return {
+            "signed": self.signed,
+            "passed": self.passed,
+            "trust_policy": self.trust_policy_set,
+            "problems": self.problems,
+            "signatures": [
+                {**asdict(s), "problems": list(s.problems), "passed": s.passed} for s in self.signatures
+            ],
+        }
+
+
+def verify_pdf_signatures(
+    source: Any, *, trust: TrustPolicy | None = None, label: str | None = None
+) -> SignatureReport:
+    """Verify every digital signature embedded in a PDF.
+
+    :param source: A local path, a URI (``s3://…``), an ``ObjectStoragePath`` or a seekable binary file
+        object (read from the start; not closed).
+    :param trust: The trust policy; without one, ``trusted`` is ``None``.
+    :param label: How to name the source in the report (default: its path or URI).
+    :raises FileNotFoundError: When the source does not exist.
+    :raises UnreadablePdfError: When it is not a readable PDF.
+    """
+    stream, owned = open_source(source)
+    try:
+        stream.seek(0)
+        return _verify_stream(stream, trust, label or _label(source))
+    finally:
+        if owned:
+            stream.close()
+
+
+def _label(source: Any) -> str:
+    name = getattr(source, "name", None)
+    if hasattr(source, "read") and isinstance(name, str):
+        return name
+    return str(source) if not hasattr(source, "read") else "<stream>"
+
+
+def _verify_stream(stream: IO[bytes], trust: TrustPolicy | None, label: str) -> SignatureReport:
+    from pyhanko.pdf_utils.misc import PdfError
+    from pyhanko.pdf_utils.reader import PdfFileReader
+
+    if stream.read(5) != b"%PDF-":
+        raise UnreadablePdfError(f"{label} is not a PDF (it does not start with %PDF-)")
+    stream.seek(0)
+    try:
+        reader = PdfFileReader(stream, strict=False)
+        embedded = list(reader.embedded_signatures)
+    except (PdfError, ValueError, KeyError, TypeError) as err:
+        raise UnreadablePdfError(f"{label} cannot be read as a PDF: {err}") from err
+    checks = tuple(_check(sig, trust) for sig in embedded)
+    return SignatureReport(source=label, signatures=checks, trust_policy_set=trust is not None)
+
+
+def _check(sig: Any, trust: TrustPolicy | None) -> SignatureCheck:
+    from pyhanko.sign.diff_analysis import DiffResult
+    from pyhanko.sign.validation.errors import SignatureValidationError
+    from pyhanko.sign.validation.generic_cms import validate_sig_integrity
+
+    problems: list[str] = []
+    subfilter = _subfilter(sig)
+    try:
+        cert = sig.signer_cert
+    except Exception as err:  # pyHanko raises several types for a CMS without a matching certificate
+        cert = None
+        problems.append(f"no signer certificate in the CMS ({err})")
+    intact = valid = False
+    coverage, level = "unclear", "other"
+    if cert is not None:
+        try:
+            sig.compute_integrity_info()
+            coverage = sig.coverage.name.lower()
+            diff = sig.diff_result
+            level = diff.modification_level.name.lower() if isinstance(diff, DiffResult) else "other"
+            content_type = sig.signed_data["encap_content_info"]["content_type"].native
+            intact, valid = validate_sig_integrity(
+                sig.signer_info, cert, expected_content_type=content_type, actual_digest=sig.compute_digest()
+            )
+        except SignatureValidationError as err:
+            problems.append(f"the CMS signature is malformed ({err.failure_message})")
+        except Exception as err:  # a damaged file can fail anywhere inside pyHanko
+            problems.append(f"the signature cannot be checked ({type(err).__name__}: {err})")
+    if cert is not None and not intact and not problems:
+        problems.append("the digest over /ByteRange does not match: the signed bytes were changed")
+    if cert is not None and not valid and not problems:
+        problems.append("the CMS signature does not verify with the signer certificate's key")
+    if not problems and coverage not in (COVERAGE_ENTIRE_FILE, COVERAGE_ENTIRE_REVISION):
+        problems.append(f"the signature does not cover a whole revision (coverage {coverage})")
+    if not problems and level not in MODIFICATION_ALLOWED:
+        problems.append(
+            "the document was changed after signing beyond form filling and annotations "
+            f"(modification level {level})"
+        )
+    signer = _describe(cert) if cert is not None else None
+    trusted = _trusted(cert, sig, trust) if trust is not None and cert is not None else None
+    if trust is not None and cert is None:
+        trusted = False
+    if trusted is False and signer is not None:
+        problems.append(f"the signer certificate (sha256 {signer.sha256}) is not trusted by the policy")
+    return SignatureCheck(
+        field_name=str(sig.field_name),
+        subfilter=subfilter,
+        signer=signer,
+        signing_time=_iso(_safe(lambda: sig.self_reported_timestamp)),
+        timestamp_time=_iso(_timestamp_time(sig)),
+        intact=bool(intact),
+        valid=bool(valid),
+        coverage=coverage,
+        modification_level=level,
+        trusted=trusted,
+        problems=tuple(problems),
+    )
+
+
+def _safe(getter: Any) -> Any:
+    try:
+        return getter()
+    except Exception:
+        return None
+
+
+def _subfilter(sig: Any) -> str | None:
+    value = _safe(lambda: sig.sig_object.get("/SubFilter"))
+    return str(value).lstrip("/") if value is not None else None
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if isinstance(moment, datetime) else None
+
+
+def _timestamp_time(sig: Any) -> datetime | None:
+    """The ``genTime`` of the first signature timestamp token (unsigned attribute), if any."""
+    from pyhanko.sign.validation.generic_cms import extract_tst_data_iter
+
+    try:
+        for tst in extract_tst_data_iter(sig.signer_info, signed=False):
+            value = tst["encap_content_info"]["content"].parsed["gen_time"].native
+            return value if isinstance(value, datetime) else None
+    except Exception:  # no unsigned attributes, or a token we cannot parse: reported as absent
+        return None
+    return None
+
+
+def _name(name: Any, key: str) -> str | None:
+    value = name.native.get(key)
+    if isinstance(value, list):
+        value = value[0] if value else None
+    return str(value) if value is not None else None
+
+
+def _describe(cert: Any) -> SignerCertificate:
+    validity = cert["tbs_certificate"]["validity"]
+    return SignerCertificate(
+        subject=cert.subject.human_friendly,
+        common_name=_name(cert.subject, "common_name"),
+        organization=_name(cert.subject, "organization_name"),
+        issuer=cert.issuer.human_friendly,
+        serial=format(cert.serial_number, "x"),
+        sha256=hashlib.sha256(cert.dump()).hexdigest(),
+        not_before=validity["not_before"].native.isoformat(),
+        not_after=validity["not_after"].native.isoformat(),
+        self_signed=_self_signed(cert),
+    )
+
+
+def _self_signed(cert: Any) -> bool:
+    """Whether the certificate is issued by itself (same name, and its own key verifies it)."""
+    from cryptography import x509 as crypto_x509
+
+    if cert.subject != cert.issuer:
+        return False
+    try:
+        parsed = crypto_x509.load_der_x509_certificate(cert.dump())
+        parsed.verify_directly_issued_by(parsed)
+    except Exception:
+        return False
+    return True
+
+
+def _trusted(cert: Any, sig: Any, trust: TrustPolicy) -> bool:
+    fingerprint = hashlib.sha256(cert.dump()).hexdigest()
+    if fingerprint in trust.fingerprints:
+        return True
+    if not trust.certificates:
+        return False
+    if any(hashlib.sha256(der).hexdigest() == fingerprint for der in trust.certificates):
+        return True
+    return _chains_to(cert, _safe(lambda: list(sig.other_embedded_certs)) or [], trust.certificates)
+
+
+def _run(coroutine: Any) -> Any:
+    """Run a coroutine to completion, also when the caller is inside a running event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
+def _chains_to(cert: Any, intermediates: Sequence[Any], roots: Sequence[bytes]) -> bool:
+    """Whether ``cert`` has a valid path to one of ``roots`` (offline; no revocation fetching)."""
+    from asn1crypto import x509
+    from pyhanko_certvalidator import CertificateValidator, ValidationContext
+    from pyhanko_certvalidator.errors import PathBuildingError, PathValidationError
+
+    context = ValidationContext(
+        trust_roots=[x509.Certificate.load(der) for der in roots],
+        other_certs=list(intermediates),
+        allow_fetching=False,
+        revocation_mode="soft-fail",
+    )
+    validator = CertificateValidator(cert, validation_context=context)
+    try:
+        _run(validator.async_validate_path())
+    except (PathBuildingError, PathValidationError) as err:
+        _LOG.debug("Signer certificate does not chain to a trusted certificate: %s", err)
+        return False
+    except Exception as err:  # an unusable certificate is not trusted
+        _LOG.debug("Trust check failed: %s", err)
+        return False
+    return True

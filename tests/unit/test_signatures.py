@@ -1,0 +1,202 @@
+"""The signature verifier on PDFs signed here with pyHanko, and on the real Documenso 2.17 recordings."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import io
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from helpers import SPEC_DIR
+from pypdf import PdfWriter
+
+from airflow_provider_docsign.signatures import (
+    TrustPolicy,
+    UnreadablePdfError,
+    normalize_fingerprint,
+    verify_pdf_signatures,
+)
+
+SEALED = SPEC_DIR / "recorded" / "sealed"
+# The real instance's self-signed sealing certificate, read independently of the verifier with
+# `openssl`-equivalent parsing below (fixed by the recording).
+REAL_CN = "Documenso Peer Signing"
+REAL_O = "Peer Test"
+
+
+def _blank_pdf(path: Path) -> Path:
+    writer = PdfWriter()
+    writer.add_blank_page(width=595, height=842)
+    with open(path, "wb") as fh:
+        writer.write(fh)
+    return path
+
+
+def _key_and_cert(tmp_path: Path, cn: str) -> tuple[Path, Path, bytes]:
+    """An EC key and self-signed certificate made with `cryptography` (not the sandbox's code)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(4242)
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .sign(key, hashes.SHA256())
+    )
+    key_path, cert_path = tmp_path / f"{cn}.key", tmp_path / f"{cn}.pem"
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    pem = cert.public_bytes(serialization.Encoding.PEM)
+    cert_path.write_bytes(pem)
+    return key_path, cert_path, pem
+
+
+def _sign(source: Path, target: Path, key: Path, cert: Path) -> None:
+    from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
+    from pyhanko.sign import fields, signers
+
+    signer = signers.SimpleSigner.load(str(key), str(cert))
+    meta = signers.PdfSignatureMetadata(field_name="TestSeal", subfilter=fields.SigSeedSubFilter.PADES)
+    with open(source, "rb") as inf, open(target, "wb") as out:
+        signers.sign_pdf(IncrementalPdfFileWriter(inf), meta, signer=signer, output=out)
+
+
+@pytest.fixture
+def signed_here(tmp_path: Path) -> tuple[Path, bytes]:
+    key, cert, pem = _key_and_cert(tmp_path, "Test Signer")
+    target = tmp_path / "signed.pdf"
+    _sign(_blank_pdf(tmp_path / "blank.pdf"), target, key, cert)
+    return target, pem
+
+
+def _fingerprint(pem: bytes) -> str:
+    der = x509.load_pem_x509_certificate(pem).public_bytes(serialization.Encoding.DER)
+    return hashlib.sha256(der).hexdigest()
+
+
+def test_pdf_signed_in_the_test_verifies(signed_here: tuple[Path, bytes]) -> None:
+    path, pem = signed_here
+    report = verify_pdf_signatures(path)
+    assert report.signed
+    assert report.passed, report.problems
+    (check,) = report.signatures
+    assert check.field_name == "TestSeal"
+    assert check.subfilter == "ETSI.CAdES.detached"
+    assert check.intact
+    assert check.valid
+    assert check.coverage == "entire_file"
+    assert check.modification_level == "none"
+    assert check.trusted is None
+    assert check.signer is not None
+    assert check.signer.common_name == "Test Signer"
+    assert check.signer.serial == format(4242, "x")
+    assert check.signer.sha256 == _fingerprint(pem)
+    assert check.signer.self_signed
+    assert check.signing_time is not None
+
+
+def test_trust_by_pinned_fingerprint_and_by_certificate(
+    signed_here: tuple[Path, bytes], tmp_path: Path
+) -> None:
+    path, pem = signed_here
+    pinned = TrustPolicy.build(fingerprints=[_fingerprint(pem).upper()])
+    assert verify_pdf_signatures(path, trust=pinned).signatures[0].trusted is True
+    by_cert = TrustPolicy.build(pem=[pem])
+    assert verify_pdf_signatures(path, trust=by_cert).signatures[0].trusted is True
+    _, _, other_pem = _key_and_cert(tmp_path, "Someone Else")
+    report = verify_pdf_signatures(path, trust=TrustPolicy.build(pem=[other_pem]))
+    assert report.signatures[0].trusted is False
+    assert not report.passed
+    assert "not trusted" in report.problems[0]
+    # A file object works too, and is left open.
+    with open(path, "rb") as fh:
+        assert verify_pdf_signatures(fh, trust=pinned).passed
+        assert not fh.closed
+
+
+def test_trust_policy_from_pem_files(signed_here: tuple[Path, bytes], tmp_path: Path) -> None:
+    path, pem = signed_here
+    pem_file = tmp_path / "trusted.pem"
+    pem_file.write_bytes(pem)
+    policy = TrustPolicy.from_sources([pem_file])
+    assert policy is not None
+    assert verify_pdf_signatures(path, trust=policy).passed
+    assert TrustPolicy.from_sources([]) is None
+    bad = tmp_path / "bad.pem"
+    bad.write_text("not a certificate")
+    with pytest.raises(ValueError, match="no PEM CERTIFICATE"):
+        TrustPolicy.from_sources([bad])
+
+
+def test_byte_flip_in_signed_range_is_not_intact(signed_here: tuple[Path, bytes], tmp_path: Path) -> None:
+    path, _ = signed_here
+    data = bytearray(path.read_bytes())
+    data[20] ^= 0x01  # inside the first signed range (the file header comment)
+    flipped = tmp_path / "flipped.pdf"
+    flipped.write_bytes(bytes(data))
+    report = verify_pdf_signatures(flipped)
+    assert report.signatures[0].intact is False
+    assert not report.passed
+    assert "digest over /ByteRange does not match" in report.problems[0]
+
+
+def test_real_documenso_seal_is_intact_valid_and_whole_file() -> None:
+    report = verify_pdf_signatures(SEALED / "29_sealed_signed.pdf")
+    assert report.passed, report.problems
+    (check,) = report.signatures
+    assert check.subfilter == "ETSI.CAdES.detached"
+    assert check.intact
+    assert check.valid
+    assert check.coverage == "entire_file"
+    assert check.signer is not None
+    assert check.signer.common_name == REAL_CN
+    assert check.signer.organization == REAL_O
+    assert check.signer.self_signed
+    assert check.signer.issuer == check.signer.subject
+    assert check.signing_time is not None
+    assert check.signing_time.startswith("20")
+
+
+def test_real_documenso_seal_with_a_flipped_byte_fails(tmp_path: Path) -> None:
+    source = SEALED / "29_sealed_signed.pdf"
+    data = bytearray(source.read_bytes())
+    data[len(data) // 4] ^= 0x01  # the body, well before the /Contents hole near the end
+    report = verify_pdf_signatures(io.BytesIO(bytes(data)))
+    assert not report.passed
+    assert report.signatures[0].intact is False
+
+
+@pytest.mark.parametrize("name", ["30_sealed_audit_log.pdf", "31_sealed_certificate.pdf"])
+def test_real_audit_log_and_certificate_carry_no_signature(name: str) -> None:
+    report = verify_pdf_signatures(SEALED / name)
+    assert not report.signed
+    assert report.problems == ["no digital signature"]
+    assert report.to_dict()["signatures"] == []
+
+
+def test_unreadable_input(tmp_path: Path) -> None:
+    text = tmp_path / "note.pdf"
+    text.write_text("hello")
+    with pytest.raises(UnreadablePdfError, match="not a PDF"):
+        verify_pdf_signatures(text)
+    with pytest.raises(FileNotFoundError):
+        verify_pdf_signatures(tmp_path / "missing.pdf")
+
+
+def test_fingerprint_forms() -> None:
+    hexa = "ab" * 32
+    assert normalize_fingerprint(":".join(["AB"] * 32)) == hexa
+    with pytest.raises(ValueError, match="SHA-256"):
+        normalize_fingerprint("abcd")
