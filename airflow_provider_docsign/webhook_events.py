@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 #: The header that carries the subscription's secret.
-SECRET_HEADER = "x-documenso-secret"
+SECRET_HEADER = "x-documenso-secret"  # noqa: S105 - a header name
 #: Every event a Documenso webhook subscription can ask for (``WebhookTriggerEvents``).
 KNOWN_EVENTS = (
     "DOCUMENT_CREATED",
