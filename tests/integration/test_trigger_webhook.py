@@ -159,3 +159,61 @@ def test_webhook_trigger_refuses_bad_input_and_yields_real_deliveries(
     for token in _tokens("DOCUMENT_COMPLETED") + _tokens("DOCUMENT_REJECTED"):
         assert token not in text
     assert SECRET not in text
+
+
+@pytest.mark.skipif(not AIRFLOW_V_3_0_PLUS, reason="AssetWatcher triggers exist from Airflow 3.0")
+def test_sandbox_webhooks_reach_the_trigger(
+    sandbox: Any, docsign_conn: str, make_pdf: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from helpers import numbered_signers
+
+    from airflow_provider_docsign.hooks.docsign import DocsignHook
+    from airflow_provider_docsign.triggers.webhook import DocsignWebhookEventTrigger
+
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_DOCSIGN_WEBHOOK", json.dumps({"conn_type": "generic", "password": SECRET})
+    )
+    port = _free_port()
+    trigger = DocsignWebhookEventTrigger(port=port)
+    hook = DocsignHook()
+    ids = []
+    for title in ("completed", "rejected"):
+        envelope_id = hook.create_envelope(title=title, files=[make_pdf()], recipients=numbered_signers(1))
+        hook.distribute_envelope(envelope_id)
+        ids.append(envelope_id)
+    sandbox.add_webhook(f"http://127.0.0.1:{port}/hook", SECRET)
+
+    async def scenario() -> list[Any]:
+        seen: list[Any] = []
+
+        async def collect() -> None:
+            async for event in trigger.run():
+                seen.append(event.payload)
+
+        task = asyncio.create_task(collect())
+        for _ in range(200):  # bounded
+            if await asyncio.to_thread(_port_open, port):
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.to_thread(sandbox.complete, ids[0])
+        recipient = (await asyncio.to_thread(hook.get_envelope, ids[1])).recipients[0]
+        await asyncio.to_thread(sandbox.reject, ids[1], recipient.id, "Wrong price")
+        for _ in range(400):  # bounded: ~20 s
+            if len(seen) >= 2:
+                break
+            await asyncio.sleep(0.05)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return seen
+
+    try:
+        seen = asyncio.run(scenario())
+    finally:
+        sandbox.clear_webhooks()
+    by_id = {event["envelope_id"]: event for event in seen}
+    assert len(seen) == 2
+    assert by_id[ids[0]]["event"] == "DOCUMENT_COMPLETED"
+    assert by_id[ids[0]]["status"] == "COMPLETED"
+    assert by_id[ids[1]]["event"] == "DOCUMENT_REJECTED"
+    assert by_id[ids[1]]["rejection_reason"] == "Wrong price"
+    assert all(set(event) == {"envelope_id", "event", "status", "time", "rejection_reason"} for event in seen)
