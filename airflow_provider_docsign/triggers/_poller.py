@@ -216,26 +216,22 @@ class EnvelopePoller:
                     await asyncio.sleep(GATHER_WINDOW)
                     now = time.monotonic()
                 fired = {g for g, at in self._groups.items() if at <= now + 0.01}
-                # A subscription whose last read was not taken yet needs no new one (its trigger is
-                # about to act on it, and may be about to end).
-                wanted = [s for s in self._subs if s.urgent or round(s.interval, 3) in fired]
-                due = [s for s in wanted if not s.unread]
-                for sub in wanted:
-                    if sub.unread:
-                        sub.urgent = True  # read it as soon as its trigger took the last one
+                # A subscription whose last read its trigger has not taken yet (a slow cycle, a busy
+                # loop) is read again all the same: the newer read replaces the older one, and every
+                # cycle of a group reads the whole group.
+                due = [s for s in self._subs if s.urgent or round(s.interval, 3) in fired]
                 for group in fired:
                     self._groups[group] = now + _stretch(group)
                 if not due:
                     wake_at = min(self._groups.values(), default=now + 1.0)
-                    if any(s.urgent for s in self._subs):
-                        wake_at = min(wake_at, now + GATHER_WINDOW)
                     await self._sleep(wake_at - now)
                     continue
                 for sub in due:
                     sub.urgent = False
                 await self._cycle(due)
                 # Let the triggers act on what they were handed (and unsubscribe) before the next look.
-                await asyncio.sleep(0)
+                for _ in range(3):
+                    await asyncio.sleep(0)
         finally:
             _forget(self)
             hook, self._hook = self._hook, None
