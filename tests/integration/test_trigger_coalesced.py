@@ -198,3 +198,38 @@ def test_different_intervals_are_grouped_not_forced_onto_the_fastest(
 async def _drain(trigger: DocsignEnvelopeTrigger) -> None:
     async for _ in trigger.run():
         pass
+
+
+def test_poller_slows_down_on_rate_limit_headers_before_any_429(
+    tmp_path: Path, api_key: str, monkeypatch: pytest.MonkeyPatch, make_pdf: Callable[..., Path]
+) -> None:
+    """A sandbox enforcing 60 requests a minute: the poller paces itself on X-RateLimit-*, never a 429."""
+    from helpers import conn_json
+
+    with SandboxServer(tmp_path / "limited", api_key=api_key, extra_args=["--rate-limit", "60"]) as limited:
+        monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_DEFAULT", conn_json(limited))
+        hook = DocsignHook()
+        ids = _pending(hook, make_pdf(), 3)
+        # 0.1 s between reads would be 600 requests a minute against a limit of 60.
+        triggers = [DocsignEnvelopeTrigger([e], poll_interval=0.1, deadline=time.time() + 300) for e in ids]
+
+        async def scenario() -> tuple[list[list[dict[str, Any]]], EnvelopePoller]:
+            async def collect(trigger: DocsignEnvelopeTrigger) -> list[dict[str, Any]]:
+                return [event.payload async for event in trigger.run()]
+
+            tasks = [asyncio.create_task(collect(t)) for t in triggers]
+            poller = await _poller(3)
+            await _until(lambda: poller.stats.paused_seconds > 0, "the poller to pace itself")
+            loop = asyncio.get_running_loop()
+            for envelope_id in ids:  # the control API is not rate-limited
+                await loop.run_in_executor(None, limited.complete, envelope_id)
+            results = await asyncio.wait_for(asyncio.gather(*tasks), timeout=240)
+            return results, poller
+
+        results, poller = asyncio.run(scenario())
+        statuses = [r["status"] for r in limited.requests()]
+
+    assert [events[0]["status"] for events in results] == ["success"] * 3
+    assert 429 not in statuses
+    assert poller.stats.throttled == 0
+    assert poller.stats.paused_seconds > 0
