@@ -18,9 +18,11 @@ from packaging.version import Version
 AIRFLOW_V_3_0_PLUS: bool = Version(Version(AIRFLOW_VERSION).base_version) >= Version("3.0.0")
 
 if TYPE_CHECKING or AIRFLOW_V_3_0_PLUS:
+    # Event-driven scheduling (AssetWatcher) exists from Airflow 3.0 only.
     from airflow.sdk import (
         Asset,
         AssetAlias,
+        AssetWatcher,
         BaseHook,
         BaseOperator,
         BaseOperatorLink,
@@ -38,6 +40,7 @@ if TYPE_CHECKING or AIRFLOW_V_3_0_PLUS:
     )
     from airflow.sdk.execution_time.xcom import XCom
     from airflow.sdk.log import mask_secret
+    from airflow.triggers.base import BaseEventTrigger
 else:  # Airflow 2.11
     from airflow.configuration import conf  # type: ignore[no-redef]
     from airflow.datasets import Dataset as Asset  # type: ignore[no-redef,assignment]
@@ -60,6 +63,9 @@ else:  # Airflow 2.11
     from airflow.utils.context import Context  # type: ignore[no-redef,assignment]
     from airflow.utils.log.secrets_masker import mask_secret  # type: ignore[no-redef,assignment]
 
+    AssetWatcher = None  # type: ignore[assignment,misc]
+    BaseEventTrigger = None  # type: ignore[assignment,misc]
+
 __all__ = [
     "AIRFLOW_VERSION",
     "AIRFLOW_V_3_0_PLUS",
@@ -68,6 +74,8 @@ __all__ = [
     "AirflowSkipException",
     "Asset",
     "AssetAlias",
+    "AssetWatcher",
+    "BaseEventTrigger",
     "BaseHook",
     "BaseOperator",
     "BaseOperatorLink",
@@ -79,6 +87,7 @@ __all__ = [
     "TaskDeferred",
     "TriggerEvent",
     "XCom",
+    "aget_connection",
     "conf",
     "get_connection",
     "mask_secret",
@@ -87,4 +96,12 @@ __all__ = [
 
 def get_connection(conn_id: str) -> Any:
     """Look up an Airflow connection by id (Task SDK on 3.x, metadata DB/secrets on 2.11)."""
+    return BaseHook.get_connection(conn_id)
+
+
+async def aget_connection(conn_id: str) -> Any:
+    """Look up a connection from async code (the triggerer): ``aget_connection`` where Airflow has it."""
+    getter = getattr(BaseHook, "aget_connection", None)
+    if getter is not None:
+        return await getter(conn_id)
     return BaseHook.get_connection(conn_id)

@@ -189,6 +189,39 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 @dataclass(frozen=True)
+class RateLimit:
+    """The service's rate-limit headers on one answer.
+
+    :param limit: ``X-RateLimit-Limit``: requests allowed in the window, if sent.
+    :param remaining: ``X-RateLimit-Remaining``: requests left in the window.
+    :param reset: ``X-RateLimit-Reset``: when the window resets, in seconds since the epoch.
+    """
+
+    limit: int | None
+    remaining: int
+    reset: float
+
+
+def parse_rate_limit(headers: Mapping[str, str]) -> RateLimit | None:
+    """Read ``X-RateLimit-Remaining`` / ``-Reset`` (and ``-Limit``), or ``None`` when absent or garbled.
+
+    A reset smaller than 10**9 is taken as seconds from now (some gateways send a delta), else epoch.
+    """
+    try:
+        remaining = int(headers["x-ratelimit-remaining"])
+        reset = float(headers["x-ratelimit-reset"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    try:
+        limit: int | None = int(headers.get("x-ratelimit-limit", ""))
+    except ValueError:
+        limit = None
+    if reset < 1e9:
+        reset += time.time()
+    return RateLimit(limit=limit, remaining=max(0, remaining), reset=reset)
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything the hook needs from the Airflow connection, parsed and validated once.
 

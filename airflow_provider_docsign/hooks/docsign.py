@@ -70,10 +70,12 @@ from airflow_provider_docsign.hooks._http import (
     MAX_ERROR_BODY,
     OVERRIDE_NAMES,
     READ,
+    RateLimit,
     Redactor,
     Settings,
     api_error,
     log_response_body,
+    parse_rate_limit,
     parse_retry_after,
     retryable_statuses,
     settings_from_connection,
@@ -202,6 +204,8 @@ class DocsignHook(TemplateMethods, BaseHook):
         self._sleep: Callable[[float], None] = time.sleep
         self._async_client: httpx.AsyncClient | None = None
         self._async_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        #: The rate-limit headers of the last async answer (the trigger poller paces itself on them).
+        self.last_rate_limit: RateLimit | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(docsign_conn_id={self.docsign_conn_id!r})"
@@ -1220,6 +1224,7 @@ class DocsignHook(TemplateMethods, BaseHook):
                 waited += delay
                 continue
             status = response.status_code
+            self.last_rate_limit = parse_rate_limit(response.headers) or self.last_rate_limit
             content = response.content[:MAX_ERROR_BODY] if status >= 300 else response.content
             log_response_body(call.method, call.path, status, content, self._redact)
             if 200 <= status < 300:

@@ -38,6 +38,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--seal-delay", type=float, default=0.3, help="seconds from last signature to COMPLETED"
     )
+    parser.add_argument("--webhook", action="append", default=[], help="send webhooks to this URL")
+    parser.add_argument("--webhook-secret", default="", help="X-Documenso-Secret for --webhook")
+    parser.add_argument(
+        "--webhook-events",
+        default="DOCUMENT_COMPLETED,DOCUMENT_REJECTED,DOCUMENT_CANCELLED",
+        help="comma-separated events for --webhook",
+    )
     parser.add_argument("--log-level", default="warning", help="uvicorn log level")
     return parser
 
@@ -59,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         auto_sign_after=args.auto_sign_after,
         rate_limit=args.rate_limit,
         seal_delay=args.seal_delay,
+        webhooks=[(url, args.webhook_secret, args.webhook_events) for url in args.webhook],
     )
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)

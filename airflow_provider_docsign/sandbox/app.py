@@ -20,6 +20,7 @@ from . import (
     routes_items,
     routes_people,
     routes_templates,
+    routes_webhooks,
 )
 from .errors import ApiError, not_found_route
 from .faults import SandboxMiddleware, Traffic
@@ -40,6 +41,7 @@ def create_app(
     auto_sign_after: float | None = None,
     rate_limit: int | None = None,
     seal_delay: float = 0.3,
+    webhooks: list[tuple[str, str, str]] | None = None,
 ) -> Any:
     """Build the sandbox ASGI app (FastAPI wrapped in :class:`~.faults.SandboxMiddleware`).
 
@@ -49,6 +51,7 @@ def create_app(
     :param auto_sign_after: Seconds after distribution at which every recipient signs, or None.
     :param rate_limit: Enforce this many requests per minute (429 after); None only reports headers.
     :param seal_delay: Seconds between the last signature and the status change.
+    :param webhooks: ``(url, secret, comma-separated events)`` subscriptions to start with.
     """
     os.makedirs(data_dir, exist_ok=True)
     traffic = Traffic(rate_limit=rate_limit or 1000, enforce_rate_limit=rate_limit is not None)
@@ -69,9 +72,12 @@ def create_app(
 
     app = FastAPI(title="docsign sandbox", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.sandbox = state
+    for url, secret, events in webhooks or ():
+        state.webhooks.subscribe(url, secret, events)
     for module in (routes_envelopes, routes_items, routes_people, routes_folders, routes_templates):
         app.include_router(module.router, prefix="/api/v2")
     app.include_router(routes_control.router)
+    app.include_router(routes_webhooks.router)
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> Response:

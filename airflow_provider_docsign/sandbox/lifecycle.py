@@ -257,6 +257,7 @@ def cancel(state: SandboxState, envelope_id: str, reason: str | None) -> None:
         env.update({"status": "CANCELLED", "completedAt": now, "updatedAt": now})
         store.put("envelope", env)
         state.audit(envelope_id, "DOCUMENT_CANCELLED", {"reason": reason or ""})
+    state.webhooks.notify(state, envelope_id, "DOCUMENT_CANCELLED")
 
 
 def _seal_outcome(state: SandboxState, envelope_id: str) -> str | None:
@@ -391,6 +392,7 @@ def seal(state: SandboxState, envelope_id: str) -> None:
             store.put("item", sealed)
         if outcome == "COMPLETED":
             state.audit(envelope_id, "DOCUMENT_COMPLETED", {"transactionId": cuid()})
+    state.webhooks.notify(state, envelope_id, f"DOCUMENT_{outcome}")
 
 
 def recover(state: SandboxState) -> None:

@@ -304,6 +304,23 @@ class SandboxServer:
         """Empty the request log."""
         self._control("POST", "/requests/clear")
 
+    def add_webhook(self, url: str, secret: str, events: list[str] | None = None) -> dict[str, Any]:
+        """Subscribe ``url`` to webhooks (default: completed, rejected, cancelled); see ``webhooks.py``."""
+        body = {"url": url, "secret": secret, "events": events}
+        return dict(self._control("POST", "/webhooks", json=body))
+
+    def webhooks(self) -> dict[str, Any]:
+        """Subscriptions (no secrets) and the delivery log: event, envelope id, url, attempt statuses."""
+        return dict(self._control("GET", "/webhooks"))
+
+    def drop_webhooks(self, count: int = 1) -> None:
+        """Fault: lose the next ``count`` webhook deliveries (never sent)."""
+        self._control("POST", "/webhooks/drop", json={"count": count})
+
+    def clear_webhooks(self) -> None:
+        """Remove every webhook subscription, the drop fault and the delivery log."""
+        self._control("POST", "/webhooks/clear")
+
     def certificate_pem(self) -> bytes:
         """The sandbox's sealing certificate (PEM), from ``GET /_sandbox/certificate``."""
         resp = self._http().get(f"{self.root_url}/_sandbox/certificate", timeout=30)

@@ -14,6 +14,7 @@ from .faults import Traffic
 from .ids import cuid, iso
 from .sealing import Sealer
 from .store import Obj, Store
+from .webhooks import WebhookSender
 
 log = logging.getLogger("airflow_provider_docsign.sandbox")
 
@@ -37,6 +38,7 @@ class SandboxState:
     seal_delay: float = 0.3
     traffic: Traffic = field(default_factory=Traffic)
     sealer: Sealer | None = None
+    webhooks: WebhookSender = field(default_factory=WebhookSender)
     _timers: list[threading.Timer] = field(default_factory=list)
     _closed: bool = False
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -19,6 +18,7 @@ from airflow_provider_docsign.sensors._evaluate import (
     read_error_message,
     snapshot,
 )
+from airflow_provider_docsign.triggers._poller import Read, poller_for
 
 if TYPE_CHECKING:
     from airflow_provider_docsign.hooks.docsign import DocsignHook
@@ -27,13 +27,18 @@ __all__ = ["DocsignEnvelopeTrigger"]
 
 #: The shortest pause between two polls, whatever ``poll_interval`` says.
 MIN_POLL_INTERVAL = 0.1
-#: Each pause is stretched by up to this fraction at random, so that many triggers started together
-#: (a mapped DAG sending hundreds of envelopes) do not all poll the service in the same instant.
-POLL_JITTER = 0.1
+#: At the deadline, how long to wait for the last read before yielding the timeout event anyway (the
+#: shared poller may be pausing for the service's rate limit).
+LAST_READ_WAIT = 30.0
 
 
 class DocsignEnvelopeTrigger(BaseTrigger):
-    """Poll envelopes with the hook's async path until they all reach ``target_status``.
+    """Wait in the triggerer until envelopes all reach ``target_status``, polling through a shared poller.
+
+    Every trigger of one connection in a triggerer process shares one poller
+    (:mod:`airflow_provider_docsign.triggers._poller`), which reads the waiting envelopes of all of them
+    20 at a time with ``POST /envelope/get-many``: 1,000 waits cost 50 requests per poll interval. Each
+    envelope is still read at least every ``poll_interval`` seconds (plus up to 10 % jitter).
 
     Yields exactly one event, whose ``status`` is:
 
@@ -44,9 +49,10 @@ class DocsignEnvelopeTrigger(BaseTrigger):
     - ``"error"``: the service refused the read itself (wrong API key: ``error_type`` ``"auth"``,
       wrong base URL, bad request); polling again could not help.
 
-    Transient errors (429, 5xx, timeouts, dropped connections) left over after the hook's own retries
-    are logged and the next poll happens as usual. Being cancelled (the task was killed, or the
-    triggerer is shutting down) only stops polling: it never cancels or changes the envelopes.
+    Transient errors (429, 5xx, timeouts, dropped connections) are logged and the next poll happens as
+    usual; after a 429 the shared poller pauses every read of the connection for ``Retry-After``.
+    Being cancelled (the task was killed, or the triggerer is shutting down) only stops polling: it
+    never cancels or changes the envelopes.
 
     Every constructor argument is JSON-safe and the deadline is absolute (epoch seconds), so a
     restarted triggerer re-creates the trigger from :meth:`serialize` and resumes with the time left.
@@ -117,59 +123,73 @@ class DocsignEnvelopeTrigger(BaseTrigger):
 
     async def _wait(self, hook: DocsignHook) -> TriggerEvent:
         count = len(self.envelope_ids)
-        polls = 0
-        last_states: list[dict[str, Any]] = []
-        last_message = ""
+        self._polls = 0
+        self._last_states: list[dict[str, Any]] = []
+        self._last_message = ""
+        try:
+            poller = poller_for(hook, self.docsign_conn_id)
+        except Exception as error:  # the connection cannot be read: the same verdict a failed read gets
+            return self._read_failed(error, count) or self._event("error", describe_error(error))
+        subscription = poller.subscribe(self.envelope_ids, self.poll_interval)
         try:
             while True:
-                polls += 1
-                try:
-                    envelopes = await hook.async_get_envelopes(self.envelope_ids)
-                except Exception as error:
-                    kind = classify_error(error)
-                    if kind != "transient":
-                        self.log.error(
-                            "Docsign read failed permanently (%s): %s", kind, describe_error(error)
-                        )
-                        message = read_error_message(error, count=count, conn_id=self.docsign_conn_id)
-                        return self._event("error", message, error_type=kind)
-                    self.log.warning(
-                        "Poll %d of %d envelope(s) failed with a transient error, trying again later: %s",
-                        polls,
-                        count,
-                        describe_error(error),
-                    )
-                else:
-                    states = snapshot(envelopes, self.envelope_ids)
-                    verdict = evaluate(states, self.target_status, self.failure_statuses)
-                    last_states = [state.to_dict() for state in verdict.states]
-                    if verdict.done:
-                        self.log.info("Poll %d: %s", polls, verdict.message.splitlines()[0])
-                        return TriggerEvent(verdict.to_event())  # type: ignore[no-untyped-call]
-                    # Waits last days: log at INFO only when the picture changes, to keep task logs short.
-                    level = logging.INFO if verdict.message != last_message else logging.DEBUG
-                    self.log.log(level, "Poll %d: %s", polls, verdict.message)
-                    last_message = verdict.message
-
-                now = time.time()
-                if self.deadline is not None and now >= self.deadline:
+                timeout = None if self.deadline is None else max(self.deadline - time.time(), 0.0)
+                read = await subscription.next(timeout)
+                if read is None:
+                    # The deadline came: one last read (in the poller's next cycle), then give up.
+                    subscription.poll_soon()
+                    read = await subscription.next(LAST_READ_WAIT)
+                if read is not None:
+                    event = self._judge(read, count)
+                    if event is not None:
+                        return event
+                if self.deadline is not None and time.time() >= self.deadline:
                     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.deadline))
                     return self._event(
                         "timeout",
                         f"the envelope(s) did not all reach {self.target_status} before the sensor's "
                         f"timeout (deadline {when})",
-                        envelopes=last_states,
+                        envelopes=self._last_states,
                     )
-                pause = self.poll_interval * (1 + POLL_JITTER * random.random())
-                if self.deadline is not None:
-                    # Wake up at the deadline for one last poll, then give up.
-                    pause = min(pause, max(self.deadline - now, 0.0))
-                await asyncio.sleep(pause)
         except asyncio.CancelledError:
             # The task was killed or the triggerer is stopping: stop polling, and leave the envelopes
             # exactly as they are (cancelling them would be a business decision, not a cleanup).
             self.log.info("Stopped waiting for %d envelope(s); the envelopes were not changed", count)
             raise
+        finally:
+            subscription.close()
+
+    def _read_failed(self, error: BaseException, count: int) -> TriggerEvent | None:
+        """The error event for a read error polling again cannot fix; ``None`` (logged) for "not yet"."""
+        kind = classify_error(error)
+        if kind != "transient":
+            self.log.error("Docsign read failed permanently (%s): %s", kind, describe_error(error))
+            message = read_error_message(error, count=count, conn_id=self.docsign_conn_id)
+            return self._event("error", message, error_type=kind)
+        self.log.warning(
+            "Poll %d of %d envelope(s) failed with a transient error, trying again later: %s",
+            self._polls,
+            count,
+            describe_error(error),
+        )
+        return None
+
+    def _judge(self, read: Read, count: int) -> TriggerEvent | None:
+        """Apply the waiting rules to one read from the shared poller; the event when waiting is over."""
+        self._polls += 1
+        if read.error is not None:
+            return self._read_failed(read.error, count)
+        states = snapshot(read.envelopes, self.envelope_ids)
+        verdict = evaluate(states, self.target_status, self.failure_statuses)
+        self._last_states = [state.to_dict() for state in verdict.states]
+        if verdict.done:
+            self.log.info("Poll %d: %s", self._polls, verdict.message.splitlines()[0])
+            return TriggerEvent(verdict.to_event())  # type: ignore[no-untyped-call]
+        # Waits last days: log at INFO only when the picture changes, to keep task logs short.
+        level = logging.INFO if verdict.message != self._last_message else logging.DEBUG
+        self.log.log(level, "Poll %d: %s", self._polls, verdict.message)
+        self._last_message = verdict.message
+        return None
 
 
 async def _close(hook: Any) -> None:

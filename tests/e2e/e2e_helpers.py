@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS
 from airflow_provider_docsign.sandbox import SandboxServer
 
 DAGS_FOLDER = Path(__file__).resolve().parents[2] / "dags_examples"
@@ -16,7 +17,10 @@ EXAMPLE_DAG_IDS = {
     "docsign_folders",
     "docsign_rejected_signer",
     "docsign_template_onboarding",
+    "docsign_reconcile",
 }
+if AIRFLOW_V_3_0_PLUS:  # AssetWatcher (webhooks) exists from Airflow 3.0; the file defines no DAG on 2.11
+    EXAMPLE_DAG_IDS.add("docsign_archive_on_completion")
 
 
 def sha256_file(path: Path) -> str:

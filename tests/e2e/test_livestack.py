@@ -44,6 +44,9 @@ from airflow_provider_docsign.sandbox import SandboxServer
 pytestmark = [pytest.mark.e2e, pytest.mark.livestack]
 
 DAG_ID = "docsign_contract_signing"
+#: Airflow 3: archives each envelope from the sandbox's completion webhook (AssetWatcher).
+WEBHOOK_DAG_ID = "docsign_archive_on_completion"
+WEBHOOK_SECRET = "livestack-webhook-secret"
 AIRFLOW = [sys.executable, "-m", "airflow"]
 STARTUP_TIMEOUT = 180.0  # api-server up and the DAG parsed
 RUN_TIMEOUT = 300.0  # the DAG run reaching a final state
@@ -56,7 +59,9 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _stack_env(home: Path, port: int, sandbox: SandboxServer) -> dict[str, str]:
+def _stack_env(
+    home: Path, port: int, sandbox: SandboxServer, archive_dir: Path, webhook_port: int
+) -> dict[str, str]:
     base = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN_"))}
     env.update(
@@ -87,6 +92,12 @@ def _stack_env(home: Path, port: int, sandbox: SandboxServer) -> dict[str, str]:
                 "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
                 "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(32),
                 "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+                # docsign_archive_on_completion: its listener port, secret and archive directory.
+                "DOCSIGN_WEBHOOK_PORT": str(webhook_port),
+                "AIRFLOW_CONN_DOCSIGN_WEBHOOK": json.dumps(
+                    {"conn_type": "generic", "password": WEBHOOK_SECRET}
+                ),
+                "DOCSIGN_EXAMPLE_ARCHIVE_DIR": str(archive_dir),
             }
         )
     else:
@@ -192,8 +203,8 @@ def test_contract_signing_on_a_live_airflow_stack(
     home, logs, archive_dir = tmp_path / "home", tmp_path / "logs", tmp_path / "archive"
     for folder in (home, logs, archive_dir):
         folder.mkdir()
-    port = _free_port()
-    env = _stack_env(home, port, slow_signing_sandbox)
+    port, webhook_port = _free_port(), _free_port()
+    env = _stack_env(home, port, slow_signing_sandbox, archive_dir, webhook_port)
     subprocess.run([*AIRFLOW, "db", "migrate"], env=env, check=True, capture_output=True, timeout=600)
     if not AIRFLOW_V_3_0_PLUS:
         # 2.x's "all admins": anonymous requests get the Admin role (loopback, throw-away home only).
@@ -223,6 +234,21 @@ def test_contract_signing_on_a_live_airflow_stack(
         )
         unpause = http.patch(f"{rest}/dags/{DAG_ID}", json={"is_paused": False}, timeout=10)
         assert unpause.status_code == 200, unpause.text
+        if AIRFLOW_V_3_0_PLUS:
+            _wait_for(
+                f"{WEBHOOK_DAG_ID} to be parsed and served",
+                lambda: http.get(f"{rest}/dags/{WEBHOOK_DAG_ID}", timeout=5).status_code == 200,
+                stack,
+                STARTUP_TIMEOUT,
+            )
+            unpause = http.patch(f"{rest}/dags/{WEBHOOK_DAG_ID}", json={"is_paused": False}, timeout=10)
+            assert unpause.status_code == 200, unpause.text
+            # The triggerer runs the AssetWatcher's trigger: its listener must be up before the
+            # envelope completes, or the sandbox's 4 attempts would find nobody.
+            _wait_for("the webhook listener", lambda: _port_open(webhook_port), stack, STARTUP_TIMEOUT)
+            slow_signing_sandbox.add_webhook(
+                f"http://127.0.0.1:{webhook_port}/", WEBHOOK_SECRET, ["DOCUMENT_COMPLETED"]
+            )
         conf = {"archive_dir": str(archive_dir), "work_dir": str(tmp_path / "work")}
         body: dict[str, Any] = {"conf": conf}
         if AIRFLOW_V_3_0_PLUS:
@@ -240,6 +266,20 @@ def test_contract_signing_on_a_live_airflow_stack(
         ti_states = {ti["task_id"]: ti["state"] for ti in tis["task_instances"]}
         assert state == "success", (ti_states, stack.log("scheduler")[-4000:], stack.log("triggerer")[-4000:])
         assert set(ti_states.values()) == {"success"}, ti_states
+        if AIRFLOW_V_3_0_PLUS:
+
+            def webhook_run() -> str | None:
+                runs = http.get(f"{rest}/dags/{WEBHOOK_DAG_ID}/dagRuns", timeout=5).json()["dag_runs"]
+                states = [r["state"] for r in runs]
+                return "success" if "success" in states else ("failed" if "failed" in states else None)
+
+            webhook_state = _wait_for(
+                f"a {WEBHOOK_DAG_ID} run", webhook_run, stack, RUN_TIMEOUT, interval=2.0
+            )
+            assert webhook_state == "success", (
+                slow_signing_sandbox.webhooks(),
+                stack.log("triggerer")[-4000:],
+            )
     finally:
         stack.stop()
     assert all(proc.returncode is not None for proc in stack.procs.values())
@@ -260,7 +300,9 @@ def test_contract_signing_on_a_live_airflow_stack(
     for log_file in [*logs.iterdir(), *(home / "logs").rglob("*.log")]:
         assert api_key not in log_file.read_text(errors="replace"), log_file
 
-    manifests = load_manifests(archive_dir)
+    # docsign_archive_on_completion (Airflow 3) archives under <envelope_id>/; the contract DAG under
+    # its externalId.
+    manifests = [(p, m) for p, m in load_manifests(archive_dir) if p.parent.name != m["envelope_id"]]
     assert len(manifests) == 1
     manifest_path, manifest = manifests[0]
     assert manifest["external_id"] == f"contract-{run_id}-ACME-001"
@@ -270,3 +312,20 @@ def test_contract_signing_on_a_live_airflow_stack(
         expected = hashlib.sha256(slow_signing_sandbox.item_bytes(entry["item_id"], "signed")).hexdigest()
         assert sha256_file(path) == expected == entry["sha256"]
     assert json.loads(manifest_path.read_text())["status"] == "COMPLETED"
+    if AIRFLOW_V_3_0_PLUS:
+        # The completion webhook (answered 200 at the first attempt) ran docsign_archive_on_completion
+        # through the AssetWatcher, which archived the same envelope under its id, with no sensor.
+        envelope_id = manifest["envelope_id"]
+        deliveries = slow_signing_sandbox.webhooks()["deliveries"]
+        assert [(d["envelopeId"], d["attempts"]) for d in deliveries] == [(envelope_id, [200])]
+        by_webhook = json.loads((archive_dir / envelope_id / "manifest.json").read_text())
+        assert by_webhook["status"] == "COMPLETED"
+        assert {f["sha256"] for f in by_webhook["files"]} == {f["sha256"] for f in manifest["files"]}
+        for log_file in [*logs.iterdir(), *(home / "logs").rglob("*.log")]:
+            assert WEBHOOK_SECRET not in log_file.read_text(errors="replace"), log_file
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        return sock.connect_ex(("127.0.0.1", port)) == 0

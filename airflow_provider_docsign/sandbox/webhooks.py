@@ -1,0 +1,163 @@
+"""The sandbox sends webhooks like the real service (facts from Documenso's webhook code, no code).
+
+- A subscription has a URL, a secret and the events it wants (``--webhook URL --webhook-secret S
+  --webhook-events DOCUMENT_COMPLETED,...`` or ``POST /_sandbox/webhooks``).
+- The body is ``{"event", "payload", "createdAt", "webhookEndpoint"}``; ``payload`` is the document with
+  its legacy numeric ``id``, ``envelopeId`` and every recipient (twice: ``recipients`` and ``Recipient``,
+  tokens included), as in the recorded deliveries. The header ``X-Documenso-Secret`` carries the secret.
+- Delivery: POST with a 10 s timeout, redirects not followed; any non-2xx, timeout or connection error
+  fails the attempt, and it is tried again at once, 4 attempts in all (the real job runner's
+  ``maxRetries`` of 3).
+- Fault ``POST /_sandbox/webhooks/drop {"count": n}``: the next n deliveries are silently lost (never
+  sent), as when the receiver was down through every attempt.
+
+The delivery log (``GET /_sandbox/webhooks``) holds event, envelope id, URL and attempt statuses, never
+the body or the secret.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import requests
+
+from .ids import iso
+from .views import legacy_ids, recipient_lite
+
+if TYPE_CHECKING:
+    from .state import SandboxState
+
+log = logging.getLogger(__name__)
+
+TIMEOUT = 10.0
+ATTEMPTS = 4
+SENT_EVENTS = ("DOCUMENT_COMPLETED", "DOCUMENT_REJECTED", "DOCUMENT_CANCELLED")
+
+
+@dataclass
+class Subscription:
+    """One webhook subscription."""
+
+    url: str
+    secret: str
+    events: tuple[str, ...]
+
+    def public(self) -> dict[str, Any]:
+        """Without the secret."""
+        return {"url": self.url, "events": list(self.events)}
+
+
+@dataclass
+class WebhookSender:
+    """Subscriptions, the drop fault and the delivery log."""
+
+    subscriptions: list[Subscription] = field(default_factory=list)
+    drop: int = 0
+    deliveries: list[dict[str, Any]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def subscribe(self, url: str, secret: str, events: Any) -> Subscription:
+        """Add a subscription; ``events`` a list or a comma-separated string (default: the three sent)."""
+        if isinstance(events, str):
+            events = [e for e in events.split(",") if e.strip()]
+        chosen = tuple(str(e).strip().upper() for e in (events or SENT_EVENTS))
+        unknown = [e for e in chosen if e not in SENT_EVENTS]
+        if not url.startswith(("http://", "https://")) or unknown:
+            raise ValueError(f"bad webhook subscription: url must be http(s), events among {SENT_EVENTS}")
+        sub = Subscription(url=url, secret=secret, events=chosen)
+        with self.lock:
+            self.subscriptions.append(sub)
+        return sub
+
+    def snapshot(self) -> dict[str, Any]:
+        """Subscriptions (no secrets) and the delivery log."""
+        with self.lock:
+            return {
+                "subscriptions": [s.public() for s in self.subscriptions],
+                "drop": self.drop,
+                "deliveries": [dict(d) for d in self.deliveries],
+            }
+
+    def clear(self) -> None:
+        """Remove every subscription, the drop fault and the log."""
+        with self.lock:
+            self.subscriptions.clear()
+            self.deliveries.clear()
+            self.drop = 0
+
+    def notify(self, state: SandboxState, envelope_id: str, event: str) -> None:
+        """Queue one delivery per subscription that wants ``event`` (sent from a background thread)."""
+        with self.lock:
+            targets = [s for s in self.subscriptions if event in s.events]
+        if not targets:
+            return
+        payload = _payload(state, envelope_id)
+        if payload is None:
+            return
+        for sub in targets:
+            state.later(0, functools.partial(self._deliver, sub, event, envelope_id, payload))
+
+    def _deliver(self, sub: Subscription, event: str, envelope_id: str, payload: dict[str, Any]) -> None:
+        entry: dict[str, Any] = {"event": event, "envelopeId": envelope_id, "url": sub.url, "attempts": []}
+        with self.lock:
+            self.deliveries.append(entry)
+            if self.drop > 0:
+                self.drop -= 1
+                entry["dropped"] = True
+                return
+        body = {"event": event, "payload": payload, "createdAt": iso(), "webhookEndpoint": sub.url}
+        raw = json.dumps(body, separators=(",", ":")).encode()
+        headers = {"Content-Type": "application/json", "X-Documenso-Secret": sub.secret}
+        for _ in range(ATTEMPTS):
+            try:
+                status = requests.post(
+                    sub.url, data=raw, headers=headers, timeout=TIMEOUT, allow_redirects=False
+                ).status_code
+            except requests.RequestException:
+                status = 0
+            with self.lock:
+                entry["attempts"].append(status)
+            if 200 <= status < 300:
+                return
+        log.warning("webhook %s for %s failed after %d attempts", event, envelope_id, ATTEMPTS)
+
+
+def _payload(state: SandboxState, envelope_id: str) -> dict[str, Any] | None:
+    store = state.store
+    with store.lock:
+        env = store.get("envelope", envelope_id)
+        if env is None:
+            return None
+        legacy = legacy_ids(store, envelope_id)
+        recipients = []
+        for rec in store.recipients_of(envelope_id):
+            out = recipient_lite(rec)
+            out.pop("expired", None)
+            out.update(legacy)
+            recipients.append(out)
+    return {
+        "id": legacy["documentId"],
+        "envelopeId": envelope_id,
+        "externalId": env.get("externalId"),
+        "userId": env.get("userId"),
+        "authOptions": env.get("authOptions"),
+        "formValues": env.get("formValues"),
+        "visibility": env.get("visibility"),
+        "title": env.get("title"),
+        "status": env.get("status"),
+        "createdAt": env.get("createdAt"),
+        "updatedAt": env.get("updatedAt"),
+        "completedAt": env.get("completedAt"),
+        "deletedAt": env.get("deletedAt"),
+        "teamId": env.get("teamId"),
+        "templateId": env.get("templateId"),
+        "source": "DOCUMENT",
+        "documentMeta": env.get("documentMeta"),
+        "recipients": recipients,
+        "Recipient": [dict(r) for r in recipients],
+    }

@@ -1,0 +1,152 @@
+"""The sandbox sends webhooks like the real service: body and header shape, retries, the drop fault.
+
+A small receiver runs in a thread on 127.0.0.1 (stopped by each test); it answers with the statuses
+the test scripts and records what it got.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import SPEC_DIR, numbered_signers
+
+from airflow_provider_docsign.hooks.docsign import DocsignHook
+from airflow_provider_docsign.sandbox import SandboxServer
+
+pytestmark = pytest.mark.integration
+
+RECORDED = SPEC_DIR / "recorded" / "webhooks"
+
+
+class Receiver:
+    """Records deliveries; answers the scripted statuses first, then 200."""
+
+    def __init__(self, statuses: list[int]) -> None:
+        self.statuses = list(statuses)
+        self.got: list[tuple[dict[str, str], dict[str, Any], int]] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                status = receiver.statuses.pop(0) if receiver.statuses else 200
+                receiver.got.append(({k.lower(): v for k, v in self.headers.items()}, body, status))
+                self.send_response(status)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:  # bodies hold signing tokens: never logged
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+
+@pytest.fixture
+def receiver_factory(sandbox: SandboxServer) -> Iterator[Callable[[list[int]], Receiver]]:
+    made: list[Receiver] = []
+
+    def make(statuses: list[int]) -> Receiver:
+        receiver = Receiver(statuses)
+        receiver.thread.start()
+        made.append(receiver)
+        return receiver
+
+    try:
+        yield make
+    finally:
+        sandbox.clear_webhooks()
+        for receiver in made:
+            receiver.server.shutdown()
+            receiver.server.server_close()
+
+
+def _sent(hook: DocsignHook, pdf: Path, title: str) -> str:
+    envelope_id = hook.create_envelope(title=title, files=[pdf], recipients=numbered_signers(1))
+    hook.distribute_envelope(envelope_id)
+    return envelope_id
+
+
+def _deliveries(sandbox: SandboxServer, count: int, done: Callable[[dict[str, Any]], bool]) -> list[Any]:
+    for _ in range(400):  # bounded: ~20 s
+        log = sandbox.webhooks()["deliveries"]
+        if len(log) >= count and all(done(d) for d in log):
+            return list(log)
+        time.sleep(0.05)
+    raise AssertionError(f"deliveries did not settle: {sandbox.webhooks()['deliveries']}")
+
+
+def test_completion_is_delivered_with_the_real_shape_and_retried_like_the_service(
+    sandbox: SandboxServer,
+    docsign_conn: str,
+    make_pdf: Callable[..., Path],
+    receiver_factory: Callable[[list[int]], Receiver],
+) -> None:
+    receiver = receiver_factory([500, 503])  # two failed attempts, then 200
+    sandbox.add_webhook(receiver.url, "s3cret-webhook", ["DOCUMENT_COMPLETED"])
+    hook = DocsignHook()
+    envelope_id = _sent(hook, make_pdf(), "Webhook completed")
+    sandbox.complete(envelope_id)
+
+    log = _deliveries(sandbox, 1, lambda d: 200 in d["attempts"])
+    assert log == [
+        {
+            "event": "DOCUMENT_COMPLETED",
+            "envelopeId": envelope_id,
+            "url": receiver.url,
+            "attempts": [500, 503, 200],
+        }
+    ]
+    assert [status for _, _, status in receiver.got] == [500, 503, 200]
+    headers, body, _ = receiver.got[-1]
+    assert headers["x-documenso-secret"] == "s3cret-webhook"
+    assert headers["content-type"] == "application/json"
+    recorded = json.loads((RECORDED / "webhook_DOCUMENT_COMPLETED.json").read_text())
+    assert set(body) == set(recorded)
+    assert set(body["payload"]) == set(recorded["payload"])
+    assert set(body["payload"]["recipients"][0]) == set(recorded["payload"]["recipients"][0])
+    assert isinstance(body["payload"]["id"], int)
+    assert body["event"] == "DOCUMENT_COMPLETED"
+    assert body["payload"]["envelopeId"] == envelope_id
+    assert body["payload"]["status"] == "COMPLETED"
+    assert body["webhookEndpoint"] == receiver.url
+    # The control API never shows the secret.
+    assert "s3cret-webhook" not in json.dumps(sandbox.webhooks())
+
+
+def test_failing_receiver_gets_four_attempts_and_a_dropped_webhook_is_never_sent(
+    sandbox: SandboxServer,
+    docsign_conn: str,
+    make_pdf: Callable[..., Path],
+    receiver_factory: Callable[[list[int]], Receiver],
+) -> None:
+    receiver = receiver_factory([500] * 10)
+    sandbox.add_webhook(receiver.url, "s3cret-webhook")  # completed, rejected, cancelled
+    hook = DocsignHook()
+    cancelled = _sent(hook, make_pdf(), "Webhook cancelled")
+    hook.cancel_envelope(cancelled, reason="Deal off")
+    log = _deliveries(sandbox, 1, lambda d: len(d["attempts"]) == 4)
+    assert log[0]["event"] == "DOCUMENT_CANCELLED"
+    assert log[0]["attempts"] == [500, 500, 500, 500]
+
+    sandbox.drop_webhooks(1)
+    dropped = _sent(hook, make_pdf(), "Webhook dropped")
+    sandbox.complete(dropped)
+    sandbox.wait_status(dropped, "COMPLETED", timeout=30)
+    log = _deliveries(sandbox, 2, lambda d: d.get("dropped") or len(d["attempts"]) == 4)
+    assert log[1] == {
+        "event": "DOCUMENT_COMPLETED",
+        "envelopeId": dropped,
+        "url": receiver.url,
+        "attempts": [],
+        "dropped": True,
+    }
+    assert len(receiver.got) == 4  # only the cancelled one's attempts reached the receiver
