@@ -48,10 +48,16 @@ def _port_open(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-@pytest.mark.skipif(AIRFLOW_V_3_0_PLUS, reason="Airflow 2.11 behaviour; the tests below cover Airflow 3")
-def test_airflow_2_import_says_it_needs_airflow_3() -> None:
-    with pytest.raises(ImportError, match=r"needs Airflow 3\.0 or later.*DocsignEnvelopeSensor"):
-        importlib.import_module("airflow_provider_docsign.triggers.webhook")
+def test_import_matches_the_airflow_version() -> None:
+    """Airflow 3: an event trigger an AssetWatcher accepts. Airflow 2.11: an ImportError that says why."""
+    if not AIRFLOW_V_3_0_PLUS:
+        with pytest.raises(ImportError, match=r"needs Airflow 3\.0 or later.*DocsignEnvelopeSensor"):
+            importlib.import_module("airflow_provider_docsign.triggers.webhook")
+        return
+    from airflow_provider_docsign._compat import BaseEventTrigger
+
+    module = importlib.import_module("airflow_provider_docsign.triggers.webhook")
+    assert issubclass(module.DocsignWebhookEventTrigger, BaseEventTrigger)
 
 
 @pytest.mark.skipif(not AIRFLOW_V_3_0_PLUS, reason="AssetWatcher triggers exist from Airflow 3.0")
