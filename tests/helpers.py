@@ -78,3 +78,47 @@ def completed_envelope(
     sandbox.complete(envelope_id)
     sandbox.wait_status(envelope_id, "COMPLETED", timeout=20)
     return envelope_id
+
+
+def self_signed_certificate(cn: str, *, serial: int = 4242) -> tuple[Any, Any]:
+    """An EC key and a self-signed certificate for ``cn``, made with ``cryptography`` alone.
+
+    Deliberately not the sandbox's signer code: a verifier test built on it proves the verifier does not
+    depend on how the sandbox signs.
+    """
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(serial)
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .sign(key, hashes.SHA256())
+    )
+    return key, cert
+
+
+def load_script(name: str) -> Any:
+    """Import ``scripts/<name>.py`` (not a package) as a module, for unit tests of the scripts."""
+    import importlib.util
+    import sys
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"docsign_script_{name}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from helpers import completed_envelope, conn_json
+from helpers import completed_envelope, conn_json, self_signed_certificate
 
 from airflow_provider_docsign.exceptions import DocsignSignatureError
 from airflow_provider_docsign.hooks.docsign import DocsignHook
@@ -162,23 +162,5 @@ def test_trusted_certificates_from_a_pem_file(sandbox: SandboxServer, envelope: 
 
 
 def _other_certificate_pem() -> bytes:
-    import datetime
-
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Not the sandbox")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(7)
-        .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .sign(key, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM)
+    _key, cert = self_signed_certificate("Not the sandbox", serial=7)
+    return bytes(cert.public_bytes(serialization.Encoding.PEM))

@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-from helpers import SPEC_DIR
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "extract_contract.py"
+from helpers import SPEC_DIR, load_script
 
 
 @pytest.fixture(scope="module")
 def extract_contract() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("extract_contract", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("extract_contract")
 
 
 DOCUMENT = {

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import io
 from pathlib import Path
 
 import pytest
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-from helpers import SPEC_DIR
+from cryptography.hazmat.primitives import serialization
+from helpers import SPEC_DIR, self_signed_certificate
 from pypdf import PdfWriter
 
 from airflow_provider_docsign.signatures import (
@@ -39,19 +36,7 @@ def _blank_pdf(path: Path) -> Path:
 
 def _key_and_cert(tmp_path: Path, cn: str) -> tuple[Path, Path, bytes]:
     """An EC key and self-signed certificate made with `cryptography` (not the sandbox's code)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(4242)
-        .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(days=2))
-        .sign(key, hashes.SHA256())
-    )
+    key, cert = self_signed_certificate(cn)
     key_path, cert_path = tmp_path / f"{cn}.key", tmp_path / f"{cn}.pem"
     key_path.write_bytes(
         key.private_bytes(

@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+from helpers import load_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "stack.py"
 
 
 @pytest.fixture(scope="module")
 def stack() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("docsign_stack_script", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("stack")
 
 
 def test_both_missing_packages_are_named_with_the_install_command(
