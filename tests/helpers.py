@@ -122,3 +122,19 @@ def load_script(name: str) -> Any:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+class FakeTI:
+    """The parts of a task instance the operators use: ``try_number`` and ``xcom_push``."""
+
+    def __init__(self, try_number: int = 1) -> None:
+        self.try_number = try_number
+        self.pushed: dict[str, Any] = {}
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        json.dumps(value)  # XCom values must be JSON-safe
+        self.pushed[key] = value
+
+
+def ctx(try_number: int = 1) -> Any:
+    return {"ti": FakeTI(try_number)}

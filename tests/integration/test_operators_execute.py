@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import requests
+from helpers import ctx
 
 from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS, AirflowFailException
 from airflow_provider_docsign.hooks.docsign import DocsignHook
@@ -31,22 +32,6 @@ from airflow_provider_docsign.operators import (
 from airflow_provider_docsign.sandbox import SandboxServer
 
 pytestmark = pytest.mark.integration
-
-
-class FakeTI:
-    """The parts of a task instance the operators use: ``try_number`` and ``xcom_push``."""
-
-    def __init__(self, try_number: int = 1) -> None:
-        self.try_number = try_number
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        json.dumps(value)  # XCom values must be JSON-safe
-        self.pushed[key] = value
-
-
-def ctx(try_number: int = 1) -> Any:
-    return {"ti": FakeTI(try_number)}
 
 
 def signature(identifier: int = 0, page: int = 1, x: float = 10.0) -> dict[str, Any]:

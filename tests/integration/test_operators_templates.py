@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import ctx
 from template_helpers import mapped, onboarding_recipients
 
 from airflow_provider_docsign._compat import AirflowFailException
@@ -22,22 +22,6 @@ from airflow_provider_docsign.operators import (
 from airflow_provider_docsign.sandbox import SandboxServer
 
 pytestmark = pytest.mark.integration
-
-
-class FakeTI:
-    """The parts of a task instance the operators use: ``try_number`` and ``xcom_push``."""
-
-    def __init__(self, try_number: int = 1) -> None:
-        self.try_number = try_number
-        self.pushed: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        json.dumps(value)  # XCom values must be JSON-safe
-        self.pushed[key] = value
-
-
-def ctx(try_number: int = 1) -> Any:
-    return {"ti": FakeTI(try_number)}
 
 
 def uses(sandbox: SandboxServer) -> int:
