@@ -27,7 +27,7 @@ from .ids import cuid, envelope_item_id, iso
 from .ids import envelope_id as new_envelope_id
 from .schemas import LANGUAGES
 from .state import SandboxState
-from .store import Obj
+from .store import Obj, Store
 from .upload import FormData, UploadedFile
 from .validation import MISSING, S, Spec, validate
 
@@ -257,22 +257,7 @@ def _use(state: SandboxState, form: FormData, url: str) -> dict[str, Any]:
             new_recipients[rec["id"]] = store.put(
                 "recipient", new_recipient(env_id, spec, store.next_value("recipient"))
             )
-        for fld in t_fields:
-            copy = json.loads(json.dumps(fld))
-            copy.update(
-                {
-                    "envelopeId": env_id,
-                    "envelopeItemId": new_items[fld["envelopeItemId"]]["id"],
-                    "recipientId": new_recipients[fld["recipientId"]]["id"],
-                    "id": store.next_value("field"),
-                    "secondaryId": cuid(),
-                    "customText": "",
-                    "inserted": False,
-                }
-            )
-            if fld["id"] in metas:
-                copy["fieldMeta"] = metas[fld["id"]]
-            store.put("field", copy)
+        _copy_fields(store, t_fields, env_id, new_items, new_recipients, metas)
         state.audit(
             env_id,
             "DOCUMENT_CREATED",
@@ -324,6 +309,37 @@ def _copy_item(
     return store.put("item", new)
 
 
+def _copy_fields(
+    store: Store,
+    fields: list[Obj],
+    envelope_id: str,
+    items: dict[str, Obj],
+    recipients: dict[Any, Obj],
+    metas: dict[Any, Any],
+) -> None:
+    """Copy template fields onto the new envelope's items and recipients, not filled in.
+
+    :param items: New item by template item id. :param recipients: New recipient by template recipient id.
+    :param metas: Replacement ``fieldMeta`` by template field id (prefill on use; empty on duplicate).
+    """
+    for fld in fields:
+        copy = json.loads(json.dumps(fld))
+        copy.update(
+            {
+                "envelopeId": envelope_id,
+                "envelopeItemId": items[fld["envelopeItemId"]]["id"],
+                "recipientId": recipients[fld["recipientId"]]["id"],
+                "id": store.next_value("field"),
+                "secondaryId": cuid(),
+                "customText": "",
+                "inserted": False,
+            }
+        )
+        if fld["id"] in metas:
+            copy["fieldMeta"] = metas[fld["id"]]
+        store.put("field", copy)
+
+
 @router.post("/envelope/duplicate")
 async def duplicate(request: Request) -> Response:
     """Copy an envelope or template as ``"<title> (copy)"``: items, and recipients and fields if asked."""
@@ -367,18 +383,5 @@ async def duplicate(request: Request) -> Response:
                     "recipient", new_recipient(env_id, spec, store.next_value("recipient"))
                 )
         if with_fields:
-            for fld in store.fields_of(source["id"]):
-                copy = json.loads(json.dumps(fld))
-                copy.update(
-                    {
-                        "envelopeId": env_id,
-                        "envelopeItemId": items[fld["envelopeItemId"]]["id"],
-                        "recipientId": recipients[fld["recipientId"]]["id"],
-                        "id": store.next_value("field"),
-                        "secondaryId": cuid(),
-                        "customText": "",
-                        "inserted": False,
-                    }
-                )
-                store.put("field", copy)
+            _copy_fields(store, store.fields_of(source["id"]), env_id, items, recipients, {})
     return ok({"id": env_id})
