@@ -1,0 +1,91 @@
+"""The ``docsign`` command: one entry point, one module per subcommand.
+
+``docsign verify``, ``docsign templates show``, ``docsign preview``, ``docsign sandbox`` and
+``docsign webhooks check``. Each subcommand module has ``register(subparsers)``, which adds its parser
+and sets ``func`` to a ``run(args) -> int``. This package is the only place that prints and exits;
+the modules it calls return values or raise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from airflow_provider_docsign.cli._common import (
+    EXIT_UNUSABLE,
+    CliError,
+    isolate_airflow_home,
+    log_to_stderr,
+    one_line,
+)
+
+#: Subcommand modules, in the order ``docsign --help`` lists them.
+SUBCOMMANDS = ("verify", "templates", "preview", "sandbox", "webhooks")
+
+_EPILOG = """examples:
+  docsign verify archive/env_123/contract.pdf
+  docsign verify --manifest archive/env_123/manifest.json
+  docsign templates show 42 --conn-id docsign_default
+  docsign preview payload.json contract.pdf -o preview/
+  docsign sandbox --port 8799 --data-dir /tmp/sandbox --api-key api_dev
+  docsign webhooks check https://airflow.example.com:8090/docsign
+
+exit status: 0 ok, 1 a check failed, 2 unusable input or set-up; add --debug for a traceback."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``docsign`` parser with every subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="docsign",
+        description="Command-line tools of airflow-provider-docsign (Documenso v2 document signing).",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    from airflow_provider_docsign import __version__
+
+    parser.add_argument("--version", action="version", version=f"docsign {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in SUBCOMMANDS:
+        module = importlib.import_module(f"airflow_provider_docsign.cli.{name}")
+        module.register(subparsers)
+    return parser
+
+
+def run(argv: Sequence[str] | None, *, prog: str = "docsign") -> int:
+    """Parse ``argv``, run the subcommand and turn any failure into one line and an exit status."""
+    isolate_airflow_home()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    log_to_stderr(args.debug)
+    label = f"{prog} {args.command}" if prog == "docsign" else prog
+    try:
+        status: int = args.func(args)
+    except CliError as err:
+        if args.debug:
+            raise
+        print(f"{label}: error: {one_line(err.message)}", file=sys.stderr)
+        return err.status
+    except KeyboardInterrupt:
+        print(f"{label}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:
+        if args.debug:
+            raise
+        print(
+            f"{label}: error: {type(err).__name__}: {one_line(str(err))} (run with --debug for details)",
+            file=sys.stderr,
+        )
+        return EXIT_UNUSABLE
+    return status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console-script entry point of ``docsign``."""
+    return run(argv)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
