@@ -20,6 +20,7 @@ from airflow_provider_docsign.cli._common import (
     log_to_stderr,
     one_line,
 )
+from airflow_provider_docsign.exceptions import DocsignError
 
 #: Subcommand modules, in the order ``docsign --help`` lists them.
 SUBCOMMANDS = ("verify", "templates", "preview", "sandbox", "webhooks")
@@ -35,10 +36,14 @@ _EPILOG = """examples:
 exit status: 0 ok, 1 a check failed, 2 unusable input or set-up; add --debug for a traceback."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``docsign`` parser with every subcommand registered."""
+def build_parser(prog: str = "docsign") -> argparse.ArgumentParser:
+    """The ``docsign`` parser with every subcommand registered.
+
+    Every subcommand's parser also accepts ``--debug`` (``docsign verify --debug x.pdf`` works as well
+    as ``docsign --debug verify x.pdf``).
+    """
     parser = argparse.ArgumentParser(
-        prog="docsign",
+        prog=prog,
         description="Command-line tools of airflow-provider-docsign (Documenso v2 document signing).",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -51,16 +56,59 @@ def build_parser() -> argparse.ArgumentParser:
     for name in SUBCOMMANDS:
         module = importlib.import_module(f"airflow_provider_docsign.cli.{name}")
         module.register(subparsers)
+    for sub in _parsers(parser)[1:]:
+        if "--debug" not in sub._option_string_actions:
+            sub.add_argument(
+                "--debug",
+                action="store_true",
+                default=argparse.SUPPRESS,
+                help="show tracebacks and debug logs",
+            )
     return parser
 
 
-def run(argv: Sequence[str] | None, *, prog: str = "docsign") -> int:
-    """Parse ``argv``, run the subcommand and turn any failure into one line and an exit status."""
-    isolate_airflow_home()
+def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and every parser below it, depth first."""
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                found += _parsers(sub)
+    return found
+
+
+def _subcommand_parser(command: str, prog: str) -> argparse.ArgumentParser:
+    """The parser of one subcommand on its own, named ``prog`` (for the ``python -m`` forms)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    sub: argparse.ArgumentParser = next(
+        action.choices[command]
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+    )
+    old = sub.prog
+    for each in _parsers(sub):
+        each.prog = prog + each.prog[len(old) :]
+    sub.set_defaults(command=command, debug=False)
+    return sub
+
+
+def run(argv: Sequence[str] | None, *, prog: str = "docsign") -> int:
+    """Parse ``argv``, run the subcommand and turn any failure into one line and an exit status.
+
+    :param argv: The arguments after ``docsign`` (default: the process arguments).
+    :param prog: ``"docsign"``, or the name of an older entry point such as
+        ``"python -m airflow_provider_docsign.preview"``: then ``argv`` starts with the subcommand's
+        name, and usage, ``--help`` and error lines name ``prog`` instead.
+    """
+    isolate_airflow_home()
+    if prog == "docsign":
+        args = build_parser().parse_args(argv)
+        label = f"{prog} {args.command}"
+    else:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        args = _subcommand_parser(argv[0], prog).parse_args(argv[1:])
+        label = prog
     log_to_stderr(args.debug)
-    label = f"{prog} {args.command}" if prog == "docsign" else prog
     try:
         status: int = args.func(args)
     except CliError as err:
@@ -71,6 +119,11 @@ def run(argv: Sequence[str] | None, *, prog: str = "docsign") -> int:
     except KeyboardInterrupt:
         print(f"{label}: interrupted", file=sys.stderr)
         return 130
+    except DocsignError as err:  # one of ours that the subcommand did not explain further
+        if args.debug:
+            raise
+        print(f"{label}: error: {one_line(str(err))}", file=sys.stderr)
+        return EXIT_UNUSABLE
     except Exception as err:
         if args.debug:
             raise

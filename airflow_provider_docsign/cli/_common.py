@@ -19,6 +19,10 @@ import os
 import shutil
 import sys
 import tempfile
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from airflow_provider_docsign.exceptions import DocsignError
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
@@ -44,6 +48,56 @@ def missing_extra(extra: str, err: ImportError | None = None) -> CliError:
     """The error for a subcommand whose optional dependencies are not installed."""
     detail = f" ({err.name} cannot be imported)" if err is not None and err.name else ""
     return CliError(_MISSING_EXTRA.format(extra=extra) + detail)
+
+
+def is_missing_connection(err: BaseException) -> bool:
+    """Whether ``err`` is Airflow's "connection not defined" (its class moved between 2.11 and 3.x)."""
+    return type(err).__name__ == "AirflowNotFoundException"
+
+
+def missing_connection(conn_id: str) -> CliError:
+    """The error for a connection id that Airflow does not know, with the ways to define it."""
+    env = "AIRFLOW_CONN_" + conn_id.upper()
+    return CliError(
+        f"the connection {conn_id!r} is not defined: set {env} (for example "
+        f"{env}='docsign://:API_KEY@app.documenso.com/api%2Fv2'), add it with `airflow connections add`, "
+        "or name another one with --conn-id"
+    )
+
+
+def service_error(err: DocsignError, conn_id: str, *, what: str = "the object") -> CliError:
+    """One line for a failed call to the signing service, saying what to check (exit status 2).
+
+    :param err: What the hook raised.
+    :param conn_id: The connection the command used, named in the message.
+    :param what: What was asked for, e.g. ``"template envelope_1"``, named for a 404.
+    """
+    from airflow_provider_docsign.exceptions import (
+        DocsignAPIError,
+        DocsignAuthError,
+        DocsignConnectionError,
+        DocsignNotFoundError,
+    )
+
+    if isinstance(err, DocsignAuthError):
+        return CliError(
+            f"the signing service refused the API key of connection {conn_id!r} (HTTP {err.status_code}): "
+            "check the connection's password (a team API key, api_...) and that its host is the instance "
+            "the key belongs to"
+        )
+    if isinstance(err, DocsignNotFoundError):
+        return CliError(
+            f"{what} was not found (HTTP 404): check the id, and that connection {conn_id!r} points to the "
+            "instance and team that own it"
+        )
+    if isinstance(err, DocsignConnectionError):
+        return CliError(
+            f"the signing service could not be reached through connection {conn_id!r}: check its host (the "
+            f"API base URL, ending in /api/v2) and the network ({err})"
+        )
+    if isinstance(err, DocsignAPIError):
+        return CliError(f"the signing service refused the request: {err}")
+    return CliError(str(err))
 
 
 def isolate_airflow_home() -> None:
