@@ -19,6 +19,7 @@ import os
 import shutil
 import sys
 import tempfile
+import warnings
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -122,9 +123,17 @@ def isolate_airflow_home() -> None:
 def log_to_stderr(debug: bool) -> None:
     """Send every log record (ours, Airflow's, pyHanko's warnings) to stderr, never to stdout.
 
-    stdout carries only the command's result, so that ``--json`` output always parses.
+    stdout carries only the command's result, so that ``--json`` output always parses. Without
+    ``debug``, deprecation warnings are hidden.
     """
     logging.captureWarnings(True)
+    if not debug:
+        # Deprecation notices of the libraries (Airflow 2.11 prints two at import: timer units) are
+        # for the operator of the Airflow installation, not the user of this command: hide them
+        # unless --debug. Airflow 2.11 re-enables its own unless sys.warnoptions is set, so set both.
+        for category in (DeprecationWarning, PendingDeprecationWarning):
+            warnings.simplefilter("ignore", category)
+            sys.warnoptions.append(f"ignore::{category.__name__}")
     root = logging.getLogger()
     for handler in list(root.handlers):
         if getattr(handler, "stream", None) is sys.stdout:
