@@ -14,9 +14,11 @@ A failure is one line on stderr (``docsign SUBCOMMAND: error: ...``); the traceb
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import warnings
@@ -114,10 +116,19 @@ def isolate_airflow_home() -> None:
         return
     home = tempfile.mkdtemp(prefix="docsign-cli-airflow-home-")
     atexit.register(shutil.rmtree, home, ignore_errors=True)
+    # atexit does not run when SIGTERM kills the process (``docsign sandbox`` is stopped that way, and
+    # uvicorn re-raises the signal after its graceful shutdown): exit through SystemExit instead.
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
+            signal.signal(signal.SIGTERM, _exit_on_sigterm)
     os.environ["AIRFLOW_HOME"] = home
     # Nothing of Airflow's own set-up is needed by the CLI; keep it quiet and cheap.
     os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
     os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "ERROR")
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def log_to_stderr(debug: bool) -> None:

@@ -163,3 +163,51 @@ def test_templates_module_does_not_import_the_hook(home: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.split() == ["[]", "False"]
+
+
+def test_preview_json_is_alone_on_stdout(home: Path, make_pdf: Callable[..., Path], tmp_path: Path) -> None:
+    payload = Path(__file__).resolve().parents[2] / "docs" / "preview-example-payload.json"
+    done = run(
+        "preview", payload, make_pdf(), "-o", tmp_path / "out", "--json", "--no-fail-on-warnings", home=home
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert [Path(p).name for p in result["pdfs"]] == ["00-contract.preview.pdf"]
+    assert {w["kind"] for w in result["warnings"]} == {"overlap"}  # the example overlaps on purpose
+    assert list(home.iterdir()) == []
+
+
+def test_sandbox_serves_until_stopped(home: Path, tmp_path: Path) -> None:
+    import requests
+
+    child = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "DOCSIGN"))}
+    child["HOME"] = str(home)
+    child["TMPDIR"] = str(tmp_path / "tmp")  # where the throw-away AIRFLOW_HOME is made
+    (tmp_path / "tmp").mkdir()
+    proc = subprocess.Popen(
+        [str(DOCSIGN), "sandbox", "--data-dir", str(tmp_path / "sb"), "--api-key", "api_clitest"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+        assert line.startswith("SANDBOX_URL=http://127.0.0.1:")
+        base = line.split("=", 1)[1]
+        assert base.endswith("/api/v2")
+        health = requests.get(base.removesuffix("/api/v2") + "/_sandbox/health", timeout=10)
+        assert health.status_code == 200
+        refused = requests.post(f"{base}/envelope/get-many", json={"envelopeIds": []}, timeout=10)
+        assert refused.status_code == 401  # no key
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 128 + 15, proc.stderr.read() if proc.stderr else ""  # SIGTERM, cleanly
+    assert list(home.iterdir()) == []
+    assert list((tmp_path / "tmp").iterdir()) == []  # the throw-away Airflow home is gone
