@@ -12,6 +12,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from airflow_provider_docsign.cli._common import (
     EXIT_UNUSABLE,
@@ -28,12 +29,22 @@ SUBCOMMANDS = ("verify", "templates", "preview", "sandbox", "webhooks")
 _EPILOG = """examples:
   docsign verify archive/env_123/contract.pdf
   docsign verify --manifest archive/env_123/manifest.json
-  docsign templates show 42 --conn-id docsign_default
+  docsign templates show envelope_abc123 --conn-id docsign_default
   docsign preview payload.json contract.pdf -o preview/
   docsign sandbox --port 8799 --data-dir /tmp/sandbox --api-key api_dev
   docsign webhooks check https://airflow.example.com:8090/docsign
 
 exit status: 0 ok, 1 a check failed, 2 unusable input or set-up; add --debug for a traceback."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line too, pointing at ``--help``.
+
+    Sub-parsers inherit the class (``add_subparsers`` uses the parent's type).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_UNUSABLE, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
 def build_parser(prog: str = "docsign") -> argparse.ArgumentParser:
@@ -42,7 +53,7 @@ def build_parser(prog: str = "docsign") -> argparse.ArgumentParser:
     Every subcommand's parser also accepts ``--debug`` (``docsign verify --debug x.pdf`` works as well
     as ``docsign --debug verify x.pdf``).
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=prog,
         description="Command-line tools of airflow-provider-docsign (Documenso v2 document signing).",
         epilog=_EPILOG,

@@ -82,6 +82,27 @@ def test_templates_show_without_a_connection_is_one_line(home: Path) -> None:
     assert "'prod_sign' is not defined: set AIRFLOW_CONN_PROD_SIGN" in other
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("templates",), "docsign templates: error: the following arguments are required: ACTION"),
+        (("nosuch",), "docsign: error: argument COMMAND: invalid choice: 'nosuch'"),
+        (
+            ("preview", "p.json", "a.pdf"),
+            "docsign preview: error: the following arguments are required: -o/--output",
+        ),
+        (
+            ("sandbox", "--data-dir", "d", "--port", "x"),
+            "docsign sandbox: error: argument --port: invalid int",
+        ),
+    ],
+)
+def test_a_usage_error_is_one_line_pointing_at_help(home: Path, args: tuple[str, ...], expected: str) -> None:
+    line = one_line_error(run(*args, home=home), home)
+    assert line.startswith(expected)
+    assert line.endswith("--help)")
+
+
 def test_debug_shows_the_traceback(home: Path) -> None:
     done = run("--debug", "templates", "show", "x", home=home)
     assert done.returncode != 0
@@ -99,8 +120,7 @@ def test_the_python_m_forms_are_the_same_commands(home: Path) -> None:
     assert usage.stdout.startswith("usage: python -m airflow_provider_docsign.sandbox")
     assert "docsign sandbox --data-dir" in usage.stdout  # the example
     bad = run("-m", "airflow_provider_docsign.preview", "--dpi", "x", home=home)
-    assert bad.returncode == 2
-    assert "usage: python -m airflow_provider_docsign.preview" in bad.stderr
+    assert one_line_error(bad, home).startswith("python -m airflow_provider_docsign.preview: error: ")
 
 
 def test_preview_without_the_extra_names_the_install_line(
