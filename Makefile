@@ -40,6 +40,12 @@ help:
 	@echo "make stack          start a distributed Airflow $(AIRFLOW3_VERSION) on 127.0.0.1 (Celery, PostgreSQL, Redis, S3)"
 	@echo "make stack-down     stop exactly the processes make stack started"
 	@echo "make bench-distributed  the bulk DAG at scale on the stack vs LocalExecutor (bench/results/)"
+	@echo "make docs           build the guides under docs/ into site/ (MkDocs, strict: a warning fails)"
+	@echo "make install        create .venv (Airflow $(AIRFLOW3_VERSION), the package editable, test tools)"
+	@echo "make install-airflow2  create .venv-af2 with Airflow $(AIRFLOW2_VERSION)"
+	@echo "make lint           ruff check and ruff format --check"
+	@echo "make typecheck      mypy (strict on the package)"
+	@echo "make clean          remove .demo/, site/ and the tools' caches"
 
 install: $(VENV)/.installed
 install-airflow2: $(VENV2)/.installed
@@ -91,5 +97,10 @@ stack: install
 stack-down:
 	$(VENV)/bin/python scripts/stack.py down
 
+# The guides (docs/*.md, nav in mkdocs.yml) as a static site in site/; strict mode fails on any warning.
+.PHONY: docs
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf .demo .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .demo site .pytest_cache .mypy_cache .ruff_cache

@@ -11,7 +11,7 @@ only these checks stand in the way:
 
 Recipients and fields may be named by id or, since ids change from one instance to the next, by the
 template recipient's placeholder name or e-mail and by the field's label. Run
-``python -m airflow_provider_docsign.templates show TEMPLATE_ID`` to print them.
+``docsign templates show TEMPLATE_ID`` to print them (the command is in :mod:`.cli.templates`).
 """
 
 from __future__ import annotations
@@ -547,26 +547,12 @@ def describe_template(template: Envelope) -> list[str]:
     return lines
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m airflow_provider_docsign.templates show TEMPLATE_ID [--conn-id ID]``."""
-    import argparse
-
-    from airflow_provider_docsign.hooks.docsign import DocsignHook
-
-    parser = argparse.ArgumentParser(
-        prog="python -m airflow_provider_docsign.templates",
-        description="Print a template's items, recipients and fields (ids, labels) for use_template.",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    show = sub.add_parser("show", help="show one template")
-    show.add_argument("template_id")
-    show.add_argument("--conn-id", default="docsign_default", help="the Airflow connection (type docsign)")
-    args = parser.parse_args(argv)
-    with DocsignHook(args.conn_id) as hook:
-        for line in describe_template(hook.get_template(args.template_id)):
-            print(line)
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # ``python -m airflow_provider_docsign.templates`` is ``docsign templates``. The command needs the
+    # hook, which imports this module: it lives in cli/templates.py, imported only here, so importing
+    # this module never imports the hook.
+    import sys
+
+    from airflow_provider_docsign.cli import run
+
+    sys.exit(run(["templates", *sys.argv[1:]], prog="python -m airflow_provider_docsign.templates"))

@@ -12,6 +12,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from airflow_provider_docsign.cli._common import (
     EXIT_UNUSABLE,
@@ -20,6 +21,7 @@ from airflow_provider_docsign.cli._common import (
     log_to_stderr,
     one_line,
 )
+from airflow_provider_docsign.exceptions import DocsignError
 
 #: Subcommand modules, in the order ``docsign --help`` lists them.
 SUBCOMMANDS = ("verify", "templates", "preview", "sandbox", "webhooks")
@@ -27,7 +29,7 @@ SUBCOMMANDS = ("verify", "templates", "preview", "sandbox", "webhooks")
 _EPILOG = """examples:
   docsign verify archive/env_123/contract.pdf
   docsign verify --manifest archive/env_123/manifest.json
-  docsign templates show 42 --conn-id docsign_default
+  docsign templates show envelope_abc123 --conn-id docsign_default
   docsign preview payload.json contract.pdf -o preview/
   docsign sandbox --port 8799 --data-dir /tmp/sandbox --api-key api_dev
   docsign webhooks check https://airflow.example.com:8090/docsign
@@ -35,10 +37,24 @@ _EPILOG = """examples:
 exit status: 0 ok, 1 a check failed, 2 unusable input or set-up; add --debug for a traceback."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``docsign`` parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
-        prog="docsign",
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line too, pointing at ``--help``.
+
+    Sub-parsers inherit the class (``add_subparsers`` uses the parent's type).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_UNUSABLE, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def build_parser(prog: str = "docsign") -> argparse.ArgumentParser:
+    """The ``docsign`` parser with every subcommand registered.
+
+    Every subcommand's parser also accepts ``--debug`` (``docsign verify --debug x.pdf`` works as well
+    as ``docsign --debug verify x.pdf``).
+    """
+    parser = _Parser(
+        prog=prog,
         description="Command-line tools of airflow-provider-docsign (Documenso v2 document signing).",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -51,16 +67,59 @@ def build_parser() -> argparse.ArgumentParser:
     for name in SUBCOMMANDS:
         module = importlib.import_module(f"airflow_provider_docsign.cli.{name}")
         module.register(subparsers)
+    for sub in _parsers(parser)[1:]:
+        if "--debug" not in sub._option_string_actions:
+            sub.add_argument(
+                "--debug",
+                action="store_true",
+                default=argparse.SUPPRESS,
+                help="show tracebacks and debug logs",
+            )
     return parser
 
 
-def run(argv: Sequence[str] | None, *, prog: str = "docsign") -> int:
-    """Parse ``argv``, run the subcommand and turn any failure into one line and an exit status."""
-    isolate_airflow_home()
+def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and every parser below it, depth first."""
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                found += _parsers(sub)
+    return found
+
+
+def _subcommand_parser(command: str, prog: str) -> argparse.ArgumentParser:
+    """The parser of one subcommand on its own, named ``prog`` (for the ``python -m`` forms)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    sub: argparse.ArgumentParser = next(
+        action.choices[command]
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+    )
+    old = sub.prog
+    for each in _parsers(sub):
+        each.prog = prog + each.prog[len(old) :]
+    sub.set_defaults(command=command, debug=False)
+    return sub
+
+
+def run(argv: Sequence[str] | None, *, prog: str = "docsign") -> int:
+    """Parse ``argv``, run the subcommand and turn any failure into one line and an exit status.
+
+    :param argv: The arguments after ``docsign`` (default: the process arguments).
+    :param prog: ``"docsign"``, or the name of an older entry point such as
+        ``"python -m airflow_provider_docsign.preview"``: then ``argv`` starts with the subcommand's
+        name, and usage, ``--help`` and error lines name ``prog`` instead.
+    """
+    isolate_airflow_home()
+    if prog == "docsign":
+        args = build_parser().parse_args(argv)
+        label = f"{prog} {args.command}"
+    else:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        args = _subcommand_parser(argv[0], prog).parse_args(argv[1:])
+        label = prog
     log_to_stderr(args.debug)
-    label = f"{prog} {args.command}" if prog == "docsign" else prog
     try:
         status: int = args.func(args)
     except CliError as err:
@@ -71,6 +130,11 @@ def run(argv: Sequence[str] | None, *, prog: str = "docsign") -> int:
     except KeyboardInterrupt:
         print(f"{label}: interrupted", file=sys.stderr)
         return 130
+    except DocsignError as err:  # one of ours that the subcommand did not explain further
+        if args.debug:
+            raise
+        print(f"{label}: error: {one_line(str(err))}", file=sys.stderr)
+        return EXIT_UNUSABLE
     except Exception as err:
         if args.debug:
             raise

@@ -14,11 +14,18 @@ A failure is one line on stderr (``docsign SUBCOMMAND: error: ...``); the traceb
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import warnings
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from airflow_provider_docsign.exceptions import DocsignError
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
@@ -46,6 +53,56 @@ def missing_extra(extra: str, err: ImportError | None = None) -> CliError:
     return CliError(_MISSING_EXTRA.format(extra=extra) + detail)
 
 
+def is_missing_connection(err: BaseException) -> bool:
+    """Whether ``err`` is Airflow's "connection not defined" (its class moved between 2.11 and 3.x)."""
+    return type(err).__name__ == "AirflowNotFoundException"
+
+
+def missing_connection(conn_id: str) -> CliError:
+    """The error for a connection id that Airflow does not know, with the ways to define it."""
+    env = "AIRFLOW_CONN_" + conn_id.upper()
+    return CliError(
+        f"the connection {conn_id!r} is not defined: set {env} (for example "
+        f"{env}='docsign://:API_KEY@app.documenso.com/api%2Fv2'), add it with `airflow connections add`, "
+        "or name another one with --conn-id"
+    )
+
+
+def service_error(err: DocsignError, conn_id: str, *, what: str = "the object") -> CliError:
+    """One line for a failed call to the signing service, saying what to check (exit status 2).
+
+    :param err: What the hook raised.
+    :param conn_id: The connection the command used, named in the message.
+    :param what: What was asked for, e.g. ``"template envelope_1"``, named for a 404.
+    """
+    from airflow_provider_docsign.exceptions import (
+        DocsignAPIError,
+        DocsignAuthError,
+        DocsignConnectionError,
+        DocsignNotFoundError,
+    )
+
+    if isinstance(err, DocsignAuthError):
+        return CliError(
+            f"the signing service refused the API key of connection {conn_id!r} (HTTP {err.status_code}): "
+            "check the connection's password (a team API key, api_...) and that its host is the instance "
+            "the key belongs to"
+        )
+    if isinstance(err, DocsignNotFoundError):
+        return CliError(
+            f"{what} was not found (HTTP 404): check the id, and that connection {conn_id!r} points to the "
+            "instance and team that own it"
+        )
+    if isinstance(err, DocsignConnectionError):
+        return CliError(
+            f"the signing service could not be reached through connection {conn_id!r}: check its host (the "
+            f"API base URL, ending in /api/v2) and the network ({err})"
+        )
+    if isinstance(err, DocsignAPIError):
+        return CliError(f"the signing service refused the request: {err}")
+    return CliError(str(err))
+
+
 def isolate_airflow_home() -> None:
     """Point ``AIRFLOW_HOME`` at a temporary directory when the user has not set one.
 
@@ -59,18 +116,35 @@ def isolate_airflow_home() -> None:
         return
     home = tempfile.mkdtemp(prefix="docsign-cli-airflow-home-")
     atexit.register(shutil.rmtree, home, ignore_errors=True)
+    # atexit does not run when SIGTERM kills the process (``docsign sandbox`` is stopped that way, and
+    # uvicorn re-raises the signal after its graceful shutdown): exit through SystemExit instead.
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
+            signal.signal(signal.SIGTERM, _exit_on_sigterm)
     os.environ["AIRFLOW_HOME"] = home
     # Nothing of Airflow's own set-up is needed by the CLI; keep it quiet and cheap.
     os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
     os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "ERROR")
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def log_to_stderr(debug: bool) -> None:
     """Send every log record (ours, Airflow's, pyHanko's warnings) to stderr, never to stdout.
 
-    stdout carries only the command's result, so that ``--json`` output always parses.
+    stdout carries only the command's result, so that ``--json`` output always parses. Without
+    ``debug``, deprecation warnings are hidden.
     """
     logging.captureWarnings(True)
+    if not debug:
+        # Deprecation notices of the libraries (Airflow 2.11 prints two at import: timer units) are
+        # for the operator of the Airflow installation, not the user of this command: hide them
+        # unless --debug. Airflow 2.11 re-enables its own unless sys.warnoptions is set, so set both.
+        for category in (DeprecationWarning, PendingDeprecationWarning):
+            warnings.simplefilter("ignore", category)
+            sys.warnoptions.append(f"ignore::{category.__name__}")
     root = logging.getLogger()
     for handler in list(root.handlers):
         if getattr(handler, "stream", None) is sys.stdout:

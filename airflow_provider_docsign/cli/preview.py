@@ -1,25 +1,93 @@
-"""``docsign preview``: placeholder that hands its arguments on.
+"""``docsign preview PAYLOAD FILE... -o DIR``: where a payload's fields land on its PDFs.
 
-The old entry point is ``airflow_provider_docsign.preview.__main__.main``.
-
-TODO(issue 21/22): replace with a real parser (--help with an example) and CliError failures.
+For people designing templates: draws the payload's fields onto the PDFs, writes annotated PDFs and
+one PNG per page to the output directory, and prints the warnings. Exit status 0 when there is
+nothing to warn about, 1 when there are warnings (0 anyway with ``--no-fail-on-warnings``), 2 when
+the input is unusable or the ``preview`` extra is missing (nothing is written then).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import json
+import sys
 from typing import Any
+
+from airflow_provider_docsign.cli._common import EXIT_CHECK_FAILED, EXIT_OK, CliError, missing_extra
+
+# Same bounds as airflow_provider_docsign.preview (not imported here: --help must work without pypdf).
+_MIN_DPI, _MAX_DPI = 18, 600
+
+_EPILOG = """examples:
+  docsign preview docs/preview-example-payload.json contract.pdf -o preview/
+  docsign preview payload.json contract.pdf annex.pdf -o preview/ --json
+
+PAYLOAD holds a creation payload with 'recipients' (fields nested in each), or just the recipients
+list. Exit status: 0 no warnings, 1 warnings, 2 unusable input or the preview extra missing."""
 
 
 def register(subparsers: Any) -> None:
     """Add the ``preview`` subcommand."""
-    parser = subparsers.add_parser("preview", help="Draw a payload's fields onto its PDFs", add_help=False)
-    parser.add_argument("rest", nargs=argparse.REMAINDER)
+    parser = subparsers.add_parser(
+        "preview",
+        help="Draw a payload's fields onto its PDFs",
+        description="Draw where a signing payload's fields land on its PDFs (nothing is sent). "
+        'Needs the preview extra: pip install "airflow-provider-docsign[preview]".',
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_arguments(parser)
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run the subcommand; returns the exit status."""
-    from airflow_provider_docsign.preview.__main__ import main
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The preview's arguments."""
+    parser.add_argument(
+        "payload",
+        help="JSON file: a creation payload with 'recipients' (fields nested in each), or just the "
+        "recipients list",
+    )
+    parser.add_argument("files", nargs="+", help="the PDFs, in upload order (identifier 0, 1, ...)")
+    parser.add_argument("-o", "--output", required=True, help="output directory (created if needed)")
+    parser.add_argument(
+        "--dpi", type=int, default=100, help=f"PNG resolution, {_MIN_DPI}-{_MAX_DPI} (default 100)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument(
+        "--no-fail-on-warnings",
+        dest="fail_on_warnings",
+        action="store_false",
+        help="exit 0 even when there are warnings",
+    )
 
-    return int(main(args.rest) or 0)
+
+def run(args: argparse.Namespace) -> int:
+    """Render the preview; returns 1 when there are warnings (unless told not to fail on them)."""
+    for module in ("pypdfium2", "PIL"):
+        try:
+            importlib.import_module(module)
+        except ImportError as err:
+            raise missing_extra("preview", err) from err
+    from airflow_provider_docsign.exceptions import DocsignValidationError
+    from airflow_provider_docsign.preview import render_field_preview
+
+    try:
+        with open(args.payload, encoding="utf-8") as fh:
+            payload = json.load(fh)
+    except (OSError, ValueError) as err:
+        raise CliError(f"cannot read the payload {args.payload}: {err}") from err
+    try:
+        result = render_field_preview(args.files, payload, args.output, dpi=args.dpi)
+    except DocsignValidationError as err:
+        raise CliError(str(err)) from err
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        for path in [*result.pdfs, *result.pngs]:
+            print(path)
+        for warning in result.warnings:
+            print(f"warning: {warning.message}", file=sys.stderr)
+        if not result.warnings:
+            print("no warnings", file=sys.stderr)
+    return EXIT_CHECK_FAILED if result.warnings and args.fail_on_warnings else EXIT_OK

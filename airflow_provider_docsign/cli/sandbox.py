@@ -1,27 +1,131 @@
-"""``docsign sandbox``: placeholder that hands its arguments on.
+"""``docsign sandbox --data-dir DIR --api-key KEY``: the local stand-in for the signing service.
 
-The old entry point is ``airflow_provider_docsign.sandbox.__main__.main``.
-
-TODO(issue 21/22): replace with a real parser (--help with an example) and CliError failures.
+Prints ``SANDBOX_URL=http://host:port/api/v2`` once it listens (``SandboxServer`` reads that line) and
+serves until interrupted. For development, demos and tests, never production.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
+import socket
 from typing import Any
+
+from airflow_provider_docsign.cli._common import EXIT_OK, CliError, missing_extra
+
+#: The top-level modules the ``sandbox`` extra brings (anything else failing to import is a bug).
+_EXTRA_MODULES = frozenset({"uvicorn", "fastapi", "starlette", "multipart", "python_multipart"})
+
+_EPILOG = """example:
+  docsign sandbox --data-dir .sandbox --port 8787 --api-key api_local_dev_key --auto-sign-after 5
+  # then a connection: host http://127.0.0.1:8787/api/v2, password api_local_dev_key
+
+Needs the sandbox extra: pip install "airflow-provider-docsign[sandbox]"."""
 
 
 def register(subparsers: Any) -> None:
     """Add the ``sandbox`` subcommand."""
     parser = subparsers.add_parser(
-        "sandbox", help="Run the local stand-in for the signing service", add_help=False
+        "sandbox",
+        help="Run the local stand-in for the signing service",
+        description="Local stand-in for the Documenso v2 signing API (development and tests only).",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("rest", nargs=argparse.REMAINDER)
+    add_arguments(parser)
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run the subcommand; returns the exit status."""
-    from airflow_provider_docsign.sandbox.__main__ import main
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The sandbox's options."""
+    parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default: loopback only)")
+    parser.add_argument("--port", type=int, default=0, help="port; 0 picks a free one (default)")
+    parser.add_argument("--data-dir", required=True, help="directory for SQLite state and PDF files")
+    parser.add_argument(
+        "--api-key",
+        default=os.environ.get("DOCSIGN_SANDBOX_API_KEY"),
+        help="team API key to accept (default: $DOCSIGN_SANDBOX_API_KEY)",
+    )
+    parser.add_argument(
+        "--auto-sign-after",
+        type=float,
+        default=None,
+        help="sign every recipient N seconds after distribution",
+    )
+    parser.add_argument(
+        "--max-file-mb", type=float, default=50, help="per-file upload limit in MB (default 50)"
+    )
+    parser.add_argument(
+        "--rate-limit", type=int, default=None, help="enforce N requests per minute (default: headers only)"
+    )
+    parser.add_argument(
+        "--seal-delay", type=float, default=0.3, help="seconds from last signature to COMPLETED (default 0.3)"
+    )
+    parser.add_argument("--webhook", action="append", default=[], help="send webhooks to this URL")
+    parser.add_argument("--webhook-secret", default="", help="X-Documenso-Secret for --webhook")
+    parser.add_argument(
+        "--webhook-events",
+        default="DOCUMENT_COMPLETED,DOCUMENT_REJECTED,DOCUMENT_CANCELLED",
+        help="comma-separated events for --webhook",
+    )
+    parser.add_argument("--log-level", default="warning", help="uvicorn log level (default: warning)")
 
-    return int(main(args.rest) or 0)
+
+def run(args: argparse.Namespace) -> int:
+    """Start the server, print its base URL once it listens, and serve until stopped."""
+    if not args.api_key:
+        raise CliError("--api-key (or DOCSIGN_SANDBOX_API_KEY) is required: the key the sandbox accepts")
+    try:
+        import uvicorn
+
+        from airflow_provider_docsign.sandbox.app import create_app
+    except ImportError as err:
+        if (err.name or "").split(".")[0] not in _EXTRA_MODULES:
+            raise
+        raise missing_extra("sandbox", err) from err
+
+    app = create_app(
+        args.data_dir,
+        args.api_key,
+        max_file_mb=args.max_file_mb,
+        auto_sign_after=args.auto_sign_after,
+        rate_limit=args.rate_limit,
+        seal_delay=args.seal_delay,
+        webhooks=[(url, args.webhook_secret, args.webhook_events) for url in args.webhook],
+    )
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Accepted connections inherit TCP_NODELAY. uvicorn does not set it on sockets handed to it, and
+    # without it every request after the first on a keep-alive connection waited ~40 ms (Nagle's
+    # algorithm against delayed ACKs), penalising clients that pool connections (bench/).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        sock.bind((args.host, args.port))
+    except OSError as err:
+        sock.close()
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {err.strerror or err}") from err
+    port = sock.getsockname()[1]
+    # No "server: uvicorn" header: the real service does not send one.
+    config = uvicorn.Config(
+        app,
+        log_level=args.log_level,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=2,
+        server_header=False,
+    )
+    server = uvicorn.Server(config)
+    host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
+
+    async def serve() -> None:
+        task = asyncio.ensure_future(server.serve(sockets=[sock]))
+        while not server.started and not task.done():
+            await asyncio.sleep(0.02)
+        if server.started:
+            print(f"SANDBOX_URL=http://{host}:{port}/api/v2", flush=True)
+        await task
+
+    asyncio.run(serve())
+    return EXIT_OK

@@ -148,9 +148,9 @@ def test_a_document_is_not_a_template(hook: DocsignHook, make_pdf: Callable[...,
 def test_show_command_prints_recipients_and_fields_by_label(
     template_id: str, docsign_conn: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from airflow_provider_docsign.templates import main
+    from airflow_provider_docsign.cli import run
 
-    assert main(["show", template_id, "--conn-id", docsign_conn]) == 0
+    assert run(["templates", "show", template_id, "--conn-id", docsign_conn]) == 0
     out = capsys.readouterr().out
     assert f"Template {template_id}" in out
     assert "SIGNER  name 'Customer'" in out
