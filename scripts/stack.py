@@ -454,6 +454,10 @@ class Stack:
             str(self.base / "sandbox"),
             "--auto-sign-after",
             str(self.auto_sign_after),
+            # Webhooks to the stack's triggerer on 127.0.0.1: allowed only when listed, as on a real
+            # instance (NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS).
+            "--webhook-ssrf-bypass-hosts",
+            "127.0.0.1",
         ]
         self._spawn("sandbox", sandbox_cmd, dict(os.environ, DOCSIGN_SANDBOX_API_KEY=API_KEY), self.base)
         for name in ("s3", "sandbox") if self.local else ("redis", "s3", "sandbox"):

@@ -177,7 +177,11 @@ class _Stack:
 
 @pytest.fixture
 def slow_signing_sandbox(tmp_path: Path, api_key: str) -> Iterator[SandboxServer]:
-    with SandboxServer(tmp_path / "sandbox", api_key=api_key, auto_sign_after=15.0) as sandbox:
+    # The triggerer's listener is on 127.0.0.1: allowed only when listed, as on a real instance.
+    bypass = ["--webhook-ssrf-bypass-hosts", "127.0.0.1"]
+    with SandboxServer(
+        tmp_path / "sandbox", api_key=api_key, auto_sign_after=15.0, extra_args=bypass
+    ) as sandbox:
         yield sandbox
 
 
