@@ -75,7 +75,8 @@ def parse_bypass_hosts(value: str | Iterable[str] | None) -> frozenset[str]:
     if value is None:
         return frozenset()
     entries = value.split(",") if isinstance(value, str) else [part for v in value for part in v.split(",")]
-    return frozenset(_normalise(entry) for entry in entries if entry.strip())
+    # Entries are trimmed and lower-cased only (a trailing dot in an entry stays, as in the service).
+    return frozenset(entry.strip().lower() for entry in entries if entry.strip())
 
 
 def _normalise(host: str) -> str:

@@ -72,10 +72,10 @@ def test_public_hosts_are_allowed() -> None:
 
 
 def test_listed_hosts_are_allowed_as_the_service_matches_them() -> None:
-    """Case and trailing dots do not matter; an IPv6 entry needs its brackets, as the URL spells it."""
-    bypass = " 127.0.0.1 , Intranet.Example.com.,[::1],"
+    """Case and the URL's trailing dots do not matter; an IPv6 entry needs its brackets, as in the URL."""
+    bypass = " 127.0.0.1 , Intranet.Example.com,[::1],"
     assert parse_bypass_hosts(bypass) == {"127.0.0.1", "intranet.example.com", "[::1]"}
-    for url in ("http://127.0.0.1:8790/", "http://INTRANET.example.com/", "http://[::1]/"):
+    for url in ("http://127.0.0.1:8790/", "http://INTRANET.example.com./", "http://[::1]/"):
         verdict = check_webhook_url(url, bypass, resolve=_resolve)
         assert verdict.allowed, url
         assert BYPASS_SETTING in verdict.reason
