@@ -224,6 +224,10 @@ class WebhookListener:
                     status, deliver = await self._exchange(conn, reader)
                 except (ConnectionError, OSError):
                     status = 0  # the client went away: nobody to answer
+                except Exception as error:  # a bug here must not kill the connection silently
+                    # The type only: a message could quote the request.
+                    log.warning("Docsign webhook refused (400): %s while reading it", type(error).__name__)
+                    status = 400
                 if status:
                     await self._answer(writer, conn, status)
             finally:
