@@ -85,11 +85,12 @@ class WebhookSender:
         return sub
 
     def snapshot(self) -> dict[str, Any]:
-        """Subscriptions (no secrets) and the delivery log."""
+        """Subscriptions (no secrets), the bypass list and the delivery log."""
         with self.lock:
             return {
                 "subscriptions": [s.public() for s in self.subscriptions],
                 "drop": self.drop,
+                "ssrfBypassHosts": sorted(self.bypass_hosts),
                 "deliveries": [dict(d) for d in self.deliveries],
             }
 

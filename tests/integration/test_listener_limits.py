@@ -125,6 +125,27 @@ def test_method_path_and_secret_are_checked_before_the_body_is_read() -> None:
     }
 
 
+def test_a_chunked_body_is_cut_off_at_the_cap() -> None:
+    def chunked(body: bytes, size: int = 4096) -> bytes:
+        parts = [body[i : i + size] for i in range(0, len(body), size)]
+        return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
+
+    def request(body: bytes) -> bytes:
+        head = _request(b"", extra=["Transfer-Encoding: chunked"]).replace(b"Content-Length: 0\r\n", b"")
+        return head + chunked(body)
+
+    padded = json.dumps({**json.loads(GOOD_BODY), "pad": "x" * 70_000}).encode()
+
+    async def scenario(listener: WebhookListener, port: int, sub: Any) -> dict[str, int]:
+        return {
+            "chunked, under the cap": await _exchange(port, request(GOOD_BODY)),
+            "chunked, over the cap": await _exchange(port, request(padded)),
+        }
+
+    statuses = asyncio.run(_with_listener(scenario, port=_free_port(), max_body=64 * 1024))
+    assert statuses == {"chunked, under the cap": 200, "chunked, over the cap": 413}
+
+
 def test_connections_over_the_cap_get_503_and_the_listener_recovers() -> None:
     async def scenario(listener: WebhookListener, port: int, sub: Any) -> dict[str, int]:
         held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]

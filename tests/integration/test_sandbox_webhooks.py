@@ -167,6 +167,7 @@ def test_a_private_subscription_is_refused_until_the_instance_lists_its_host(
             refused_id = _sent(DocsignHook(), make_pdf(), "Private webhook")
             strict.complete(refused_id)
             refused = _deliveries(strict, 1, lambda d: len(d["attempts"]) == 4)
+            assert strict.webhooks()["ssrfBypassHosts"] == []
         # The instance restarted with the host listed (its subscriptions are configured again).
         bypass = ["--webhook-ssrf-bypass-hosts", "127.0.0.1"]
         with SandboxServer(data, api_key="api_privatewebhooks01", extra_args=bypass) as listed:
@@ -175,6 +176,7 @@ def test_a_private_subscription_is_refused_until_the_instance_lists_its_host(
             allowed_id = _sent(DocsignHook(), make_pdf(), "Listed webhook")
             listed.complete(allowed_id)
             allowed = _deliveries(listed, 1, lambda d: 200 in d["attempts"])
+            assert listed.webhooks()["ssrfBypassHosts"] == ["127.0.0.1"]
     finally:
         receiver.server.shutdown()
         receiver.server.server_close()
