@@ -38,9 +38,6 @@ from airflow_provider_docsign.samples import write_sample_pdf  # noqa: E402
 from airflow_provider_docsign.sandbox import SandboxServer  # noqa: E402
 
 API_KEY = "api_sandboxtestkey01"
-#: Sandbox arguments that let webhooks reach receivers on 127.0.0.1 (refused by default, as on the real
-#: service); see airflow_provider_docsign/webhook_urls.py.
-LOOPBACK_WEBHOOKS = ["--webhook-ssrf-bypass-hosts", "127.0.0.1"]
 
 # The ``system`` group talks to a real Documenso; it is collected only when both variables are set
 # (``make system-test``). ``.ci/pytest.sh`` clears them for every other run.
@@ -66,7 +63,7 @@ def sandbox_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbo
     # The tests' webhook receivers listen on 127.0.0.1, which the real service (and so the sandbox)
     # refuses unless the instance lists it in NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS.
     with SandboxServer(
-        tmp_path_factory.mktemp("sandbox-data"), api_key=API_KEY, extra_args=LOOPBACK_WEBHOOKS
+        tmp_path_factory.mktemp("sandbox-data"), api_key=API_KEY, webhook_ssrf_bypass_hosts="127.0.0.1"
     ) as server:
         yield server
 

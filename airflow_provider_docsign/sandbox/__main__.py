@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--webhook-ssrf-bypass-hosts",
-        default=os.environ.get("NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS", ""),
+        default=None,
         help="comma-separated webhook hosts exempt from the private-address refusal, as the real "
         "instance's NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS (default: that variable; none when unset)",
     )

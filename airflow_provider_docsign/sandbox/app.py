@@ -54,7 +54,8 @@ def create_app(
     :param seal_delay: Seconds between the last signature and the status change.
     :param webhooks: ``(url, secret, comma-separated events)`` subscriptions to start with.
     :param webhook_ssrf_bypass_hosts: Comma-separated hosts exempt from the private-address rule, as
-        the real instance's ``NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS`` (None: none).
+        the real instance's ``NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS``; None reads that environment
+        variable (as the real instance does), unset meaning none.
     """
     os.makedirs(data_dir, exist_ok=True)
     traffic = Traffic(rate_limit=rate_limit or 1000, enforce_rate_limit=rate_limit is not None)
@@ -75,6 +76,8 @@ def create_app(
 
     app = FastAPI(title="docsign sandbox", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.sandbox = state
+    if webhook_ssrf_bypass_hosts is None:
+        webhook_ssrf_bypass_hosts = os.environ.get("NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS", "")
     state.webhooks.set_bypass_hosts(webhook_ssrf_bypass_hosts)
     for url, secret, events in webhooks or ():
         state.webhooks.subscribe(url, secret, events)

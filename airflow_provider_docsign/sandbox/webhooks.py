@@ -13,7 +13,7 @@
   any request, unless the host is listed in ``NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS`` (the same
   environment variable, or ``--webhook-ssrf-bypass-hosts``). A refused delivery is logged like the real
   one: every attempt with status 0, plus ``refused`` with the reason. The default lists nothing, so
-  tests and the demo that deliver to 127.0.0.1 pass ``--webhook-ssrf-bypass-hosts 127.0.0.1``.
+  tests that deliver to 127.0.0.1 list it (``SandboxServer(webhook_ssrf_bypass_hosts="127.0.0.1")``).
 - Fault ``POST /_sandbox/webhooks/drop {"count": n}``: the next n deliveries are silently lost (never
   sent), as when the receiver was down through every attempt.
 

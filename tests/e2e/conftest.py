@@ -24,7 +24,7 @@ def autosign_sandbox(tmp_path_factory: pytest.TempPathFactory, api_key: str) -> 
         tmp_path_factory.mktemp("autosign-data"),
         api_key=api_key,
         auto_sign_after=1.0,
-        extra_args=["--webhook-ssrf-bypass-hosts", "127.0.0.1"],  # deliveries to 127.0.0.1 allowed
+        webhook_ssrf_bypass_hosts="127.0.0.1",  # deliveries to 127.0.0.1 allowed, as when listed
     ) as sb:
         yield sb
 

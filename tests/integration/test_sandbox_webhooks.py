@@ -156,7 +156,6 @@ def test_a_private_subscription_is_refused_until_the_instance_lists_its_host(
     tmp_path: Path, make_pdf: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """As Documenso v2.17: 127.0.0.1 is refused (status 0, no request) until the host is listed."""
-    monkeypatch.delenv("NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS", raising=False)
     receiver = Receiver([])
     receiver.thread.start()
     data = tmp_path / "instance"
@@ -168,7 +167,8 @@ def test_a_private_subscription_is_refused_until_the_instance_lists_its_host(
             strict.complete(refused_id)
             refused = _deliveries(strict, 1, lambda d: len(d["attempts"]) == 4)
             assert strict.webhooks()["ssrfBypassHosts"] == []
-        # The instance restarted with the host listed (its subscriptions are configured again).
+        # The instance restarted with the host listed (its subscriptions are configured again). The
+        # conftest's sandbox gets the list through the environment variable; this one, the option.
         bypass = ["--webhook-ssrf-bypass-hosts", "127.0.0.1"]
         with SandboxServer(data, api_key="api_privatewebhooks01", extra_args=bypass) as listed:
             monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_DEFAULT", conn_json(listed))
