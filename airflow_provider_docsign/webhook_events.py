@@ -13,6 +13,7 @@ tries it again right away, up to 3 times (``BackgroundJob.maxRetries`` defaults 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +108,32 @@ def normalize_events(events: Any) -> tuple[str, ...]:
     return tuple(out)
 
 
+#: Real deliveries nest about 5 levels deep (body, payload, recipients, a recipient, authOptions).
+MAX_JSON_DEPTH = 32
+# An escape (two bytes), a quote or a bracket: matched one at a time, so the scan is linear.
+_TOKENS = re.compile(rb'\\.|["\[\]{}]', re.DOTALL)
+
+
+def _nesting(body: bytes) -> int:
+    """The deepest bracket nesting of ``body`` outside strings, counted in a loop (no recursion)."""
+    depth = deepest = 0
+    in_string = False
+    for match in _TOKENS.finditer(body):
+        token = match.group()
+        if token == b'"':
+            in_string = not in_string
+        elif in_string or len(token) == 2:
+            continue
+        elif token in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAX_JSON_DEPTH:
+                break
+        else:
+            depth -= 1
+    return deepest
+
+
 def _text(value: Any, limit: int = 500) -> str | None:
     return value[:limit] if isinstance(value, str) else None
 
@@ -114,12 +141,14 @@ def _text(value: Any, limit: int = 500) -> str | None:
 def parse_webhook(body: bytes) -> WebhookEvent:
     """Parse one delivery's body.
 
-    :raises WebhookRejected: 400 for malformed JSON or a body without an event or envelope id (the
-        message says what is missing, never what the body holds).
+    :raises WebhookRejected: 400 for malformed or too deeply nested JSON, or a body without an event or
+        envelope id (the message says what is missing, never what the body holds).
     """
+    if _nesting(body) > MAX_JSON_DEPTH:  # before json.loads, whose parser recurses per level
+        raise WebhookRejected(400, f"the body is nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise WebhookRejected(400, "the body is not JSON") from None
     if not isinstance(data, dict):
         raise WebhookRejected(400, "the body is not a JSON object")

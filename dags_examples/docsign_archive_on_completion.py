@@ -10,6 +10,9 @@ Each run archives the envelopes of the events that triggered it, under the same 
 
 In Documenso, add a webhook for the "Document completed" event pointing at
 ``http://<triggerer host>:8790/`` with the same secret (the sandbox: ``--webhook URL --webhook-secret S``).
+Documenso refuses to deliver to a private or loopback host unless the instance lists it in
+``NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS`` (the sandbox too: ``--webhook-ssrf-bypass-hosts 127.0.0.1``);
+``docsign webhooks check URL`` tells you before a webhook goes missing (docs/webhooks.md).
 
 On Airflow 2.11 there is no AssetWatcher: this file defines no DAG there (so it raises no import
 error); wait with the deferrable ``DocsignEnvelopeSensor`` (its polls are coalesced, 20 envelopes per

@@ -455,7 +455,12 @@ class Stack:
             "--auto-sign-after",
             str(self.auto_sign_after),
         ]
-        self._spawn("sandbox", sandbox_cmd, dict(os.environ, DOCSIGN_SANDBOX_API_KEY=API_KEY), self.base)
+        # Webhooks to the stack's triggerer on 127.0.0.1: allowed only when listed, as on a real
+        # instance, through the same environment variable.
+        sandbox_env = dict(
+            os.environ, DOCSIGN_SANDBOX_API_KEY=API_KEY, NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS="127.0.0.1"
+        )
+        self._spawn("sandbox", sandbox_cmd, sandbox_env, self.base)
         for name in ("s3", "sandbox") if self.local else ("redis", "s3", "sandbox"):
             self._wait(name, lambda n=name: self._listening(self.ports[n]), 60)
         self._make_buckets()

@@ -60,7 +60,11 @@ def spec_dir() -> Path:
 @pytest.fixture(scope="session")
 def sandbox_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxServer]:
     """One sandbox server process for the whole test session, stopped by its handle at the end."""
-    with SandboxServer(tmp_path_factory.mktemp("sandbox-data"), api_key=API_KEY) as server:
+    # The tests' webhook receivers listen on 127.0.0.1, which the real service (and so the sandbox)
+    # refuses unless the instance lists it in NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS.
+    with SandboxServer(
+        tmp_path_factory.mktemp("sandbox-data"), api_key=API_KEY, webhook_ssrf_bypass_hosts="127.0.0.1"
+    ) as server:
         yield server
 
 

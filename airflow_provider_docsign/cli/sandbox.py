@@ -69,6 +69,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="DOCUMENT_COMPLETED,DOCUMENT_REJECTED,DOCUMENT_CANCELLED",
         help="comma-separated events for --webhook",
     )
+    parser.add_argument(
+        "--webhook-ssrf-bypass-hosts",
+        default=None,
+        help="comma-separated webhook hosts exempt from the private-address refusal, as the real "
+        "instance's NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS (default: that variable; none when unset)",
+    )
     parser.add_argument("--log-level", default="warning", help="uvicorn log level (default: warning)")
 
 
@@ -93,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
         rate_limit=args.rate_limit,
         seal_delay=args.seal_delay,
         webhooks=[(url, args.webhook_secret, args.webhook_events) for url in args.webhook],
+        webhook_ssrf_bypass_hosts=args.webhook_ssrf_bypass_hosts,
     )
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)

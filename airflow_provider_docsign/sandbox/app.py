@@ -42,6 +42,7 @@ def create_app(
     rate_limit: int | None = None,
     seal_delay: float = 0.3,
     webhooks: list[tuple[str, str, str]] | None = None,
+    webhook_ssrf_bypass_hosts: str | None = None,
 ) -> Any:
     """Build the sandbox ASGI app (FastAPI wrapped in :class:`~.faults.SandboxMiddleware`).
 
@@ -52,6 +53,9 @@ def create_app(
     :param rate_limit: Enforce this many requests per minute (429 after); None only reports headers.
     :param seal_delay: Seconds between the last signature and the status change.
     :param webhooks: ``(url, secret, comma-separated events)`` subscriptions to start with.
+    :param webhook_ssrf_bypass_hosts: Comma-separated hosts exempt from the private-address rule, as
+        the real instance's ``NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS``; None reads that environment
+        variable (as the real instance does), unset meaning none.
     """
     os.makedirs(data_dir, exist_ok=True)
     traffic = Traffic(rate_limit=rate_limit or 1000, enforce_rate_limit=rate_limit is not None)
@@ -72,6 +76,9 @@ def create_app(
 
     app = FastAPI(title="docsign sandbox", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.sandbox = state
+    if webhook_ssrf_bypass_hosts is None:
+        webhook_ssrf_bypass_hosts = os.environ.get("NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS", "")
+    state.webhooks.set_bypass_hosts(webhook_ssrf_bypass_hosts)
     for url, secret, events in webhooks or ():
         state.webhooks.subscribe(url, secret, events)
     for module in (routes_envelopes, routes_items, routes_people, routes_folders, routes_templates):

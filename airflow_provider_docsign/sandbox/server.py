@@ -19,6 +19,8 @@ from typing import Any
 import requests
 
 DEFAULT_API_KEY = "api_sandboxdevkey000"
+#: The real instance's setting for webhook hosts exempt from the private-address refusal.
+BYPASS_ENV = "NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS"
 
 
 def _terminate(proc: subprocess.Popen[bytes]) -> None:
@@ -53,6 +55,10 @@ class SandboxServer:
     :param max_file_mb: Per-file upload limit in MB (50, as on the real service).
     :param startup_timeout: Seconds to wait for the server to listen.
     :param extra_args: More command-line arguments for the sandbox process.
+    :param webhook_ssrf_bypass_hosts: Comma-separated webhook hosts exempt from the private-address
+        refusal (the instance's ``NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS``, passed in that variable),
+        e.g. ``"127.0.0.1"`` for a receiver on loopback. ``None``: none, whatever this process's
+        environment says, so tests behave the same everywhere.
     """
 
     def __init__(
@@ -66,6 +72,7 @@ class SandboxServer:
         max_file_mb: float = 50,
         startup_timeout: float = 30.0,
         extra_args: list[str] | None = None,
+        webhook_ssrf_bypass_hosts: str | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self._api_key = api_key
@@ -75,6 +82,7 @@ class SandboxServer:
         self.max_file_mb = max_file_mb
         self.startup_timeout = startup_timeout
         self.extra_args = list(extra_args or [])
+        self.webhook_ssrf_bypass_hosts = webhook_ssrf_bypass_hosts
         self._proc: subprocess.Popen[bytes] | None = None
         self._base_url: str | None = None
         self._session: requests.Session | None = None
@@ -108,6 +116,7 @@ class SandboxServer:
             cmd += ["--auto-sign-after", str(self.auto_sign_after)]
         cmd += self.extra_args
         env = dict(os.environ, DOCSIGN_SANDBOX_API_KEY=self._api_key, PYTHONUNBUFFERED="1")
+        env[BYPASS_ENV] = self.webhook_ssrf_bypass_hosts or ""
         self._log = open(self.data_dir / "sandbox.log", "ab")  # noqa: SIM115 - closed in stop()
         # The key goes through the environment, not argv, so it does not show up in process listings.
         self._proc = subprocess.Popen(

@@ -8,6 +8,12 @@
 - Delivery: POST with a 10 s timeout, redirects not followed; any non-2xx, timeout or connection error
   fails the attempt, and it is tried again at once, 4 attempts in all (the real job runner's
   ``maxRetries`` of 3).
+- Private addresses, as the real service (``airflow_provider_docsign.webhook_urls``): a URL whose host
+  is ``localhost`` or is (or resolves to) a private, loopback or link-local address is refused before
+  any request, unless the host is listed in ``NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS`` (the same
+  environment variable, or ``--webhook-ssrf-bypass-hosts``). A refused delivery is logged like the real
+  one: every attempt with status 0, plus ``refused`` with the reason. The default lists nothing, so
+  tests that deliver to 127.0.0.1 list it (``SandboxServer(webhook_ssrf_bypass_hosts="127.0.0.1")``).
 - Fault ``POST /_sandbox/webhooks/drop {"count": n}``: the next n deliveries are silently lost (never
   sent), as when the receiver was down through every attempt.
 
@@ -25,6 +31,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import requests
+
+from airflow_provider_docsign.webhook_urls import UnusableWebhookUrl, check_webhook_url, parse_bypass_hosts
 
 from .ids import iso
 from .views import legacy_ids, recipient_lite
@@ -54,8 +62,10 @@ class Subscription:
 
 @dataclass
 class WebhookSender:
-    """Subscriptions, the drop fault and the delivery log."""
+    """Subscriptions, the drop fault, the private-address bypass list and the delivery log."""
 
+    #: Hosts exempt from the private-address rule (``NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS``).
+    bypass_hosts: frozenset[str] = frozenset()
     subscriptions: list[Subscription] = field(default_factory=list)
     drop: int = 0
     deliveries: list[dict[str, Any]] = field(default_factory=list)
@@ -75,11 +85,12 @@ class WebhookSender:
         return sub
 
     def snapshot(self) -> dict[str, Any]:
-        """Subscriptions (no secrets) and the delivery log."""
+        """Subscriptions (no secrets), the bypass list and the delivery log."""
         with self.lock:
             return {
                 "subscriptions": [s.public() for s in self.subscriptions],
                 "drop": self.drop,
+                "ssrfBypassHosts": sorted(self.bypass_hosts),
                 "deliveries": [dict(d) for d in self.deliveries],
             }
 
@@ -110,6 +121,14 @@ class WebhookSender:
                 self.drop -= 1
                 entry["dropped"] = True
                 return
+        refusal = self._refusal(sub.url)
+        if refusal is not None:
+            # As the real service: no request at all, every attempt recorded as failed with status 0.
+            with self.lock:
+                entry["refused"] = refusal
+                entry["attempts"].extend([0] * ATTEMPTS)
+            log.warning("webhook %s for %s refused: %s", event, envelope_id, refusal)
+            return
         body = {"event": event, "payload": payload, "createdAt": iso(), "webhookEndpoint": sub.url}
         raw = json.dumps(body, separators=(",", ":")).encode()
         headers = {"Content-Type": "application/json", "X-Documenso-Secret": sub.secret}
@@ -125,6 +144,18 @@ class WebhookSender:
             if 200 <= status < 300:
                 return
         log.warning("webhook %s for %s failed after %d attempts", event, envelope_id, ATTEMPTS)
+
+    def _refusal(self, url: str) -> str | None:
+        """Why the real service would refuse to deliver to ``url`` (private address), or None."""
+        try:
+            verdict = check_webhook_url(url, self.bypass_hosts)
+        except UnusableWebhookUrl as error:
+            return str(error)
+        return None if verdict.allowed else f"{verdict.reason}; {verdict.remedy}"
+
+    def set_bypass_hosts(self, value: str | None) -> None:
+        """Set the bypass list from a comma-separated string (None or empty: nothing is exempt)."""
+        self.bypass_hosts = parse_bypass_hosts(value)
 
 
 def _payload(state: SandboxState, envelope_id: str) -> dict[str, Any] | None:

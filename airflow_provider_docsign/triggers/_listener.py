@@ -1,20 +1,31 @@
 """One shared webhook listener per address and port in a triggerer event loop.
 
 Every :class:`~airflow_provider_docsign.triggers.webhook.DocsignWebhookEventTrigger` on the same
-``host:port`` subscribes here; the first starts a small HTTP/1.1 server (``asyncio.start_server``), the
-last one to leave stops it. Like the envelope poller it is owned by its event loop: no lock.
+``host:port`` subscribes here; the first starts the server (``asyncio.start_server``), the last one to
+leave stops it. Like the envelope poller it is owned by its event loop: no lock.
 
-Each request is answered before any Airflow work happens, then dispatched:
+HTTP/1.1 is parsed by `h11 <https://h11.readthedocs.io>`_ (the protocol engine under httpx and
+uvicorn), fed from asyncio streams; there is no hand-written request parsing here. The triggerer also
+runs every deferred sensor, so an unauthenticated client must not be able to make it spend memory or
+time. Each connection is handled in this order, and stops at the first refusal:
 
-- ``405`` for anything but POST, ``411`` without ``Content-Length``, ``413`` over the body cap (the body
-  is not read), ``408`` when the client is too slow;
-- ``401`` when ``X-Documenso-Secret`` matches no subscription (``hmac.compare_digest``, constant time);
-- ``400`` for a body that is not a webhook (malformed JSON, no event, no envelope id) or whose event no
-  subscription with that secret accepts;
-- ``200``, then each matching subscription gets the parsed
-  :class:`~airflow_provider_docsign.webhook_events.WebhookEvent`.
+1. over :attr:`WebhookListener.max_connections` open connections: ``503`` at once, nothing read;
+2. the request line and headers, within :data:`HEADER_TIMEOUT` seconds (else ``408``), each line at
+   most :data:`MAX_LINE_BYTES` (else ``414`` for the request line, ``431`` for a header) and
+   :data:`MAX_HEAD_BYTES` in all (``431``, h11's ``max_incomplete_event_size``);
+3. the method (``405`` for anything but POST), the path (``404`` when no trigger listens there) and
+   ``X-Documenso-Secret`` against every subscription (``hmac.compare_digest``, constant time; ``401``)
+   -- all without reading a byte of the body;
+4. only then the body: ``413`` when the declared ``Content-Length`` exceeds ``max_body_bytes`` (not
+   read) or a chunked body grows past it; within :data:`BODY_TIMEOUT` seconds (else ``408``);
+5. ``400`` for a body that is not a webhook (malformed or too deeply nested JSON, no event, no envelope
+   id) or whose event no subscription with that secret accepts;
+6. ``200``, then each matching subscription gets the parsed
+   :class:`~airflow_provider_docsign.webhook_events.WebhookEvent`.
 
-A body is never logged: it carries every recipient's signing token.
+A body is never logged: it carries every recipient's signing token. Values from the request that do
+reach a log line (event name, envelope id) have their control characters escaped, so a CR/LF in an
+event name cannot forge a log line.
 """
 
 from __future__ import annotations
@@ -28,6 +39,8 @@ import threading
 import weakref
 from collections.abc import Sequence
 
+import h11
+
 from airflow_provider_docsign.webhook_events import (
     SECRET_HEADER,
     WebhookEvent,
@@ -35,41 +48,91 @@ from airflow_provider_docsign.webhook_events import (
     parse_webhook,
 )
 
-__all__ = ["WebhookListener", "WebhookSubscription", "listener_for"]
+__all__ = [
+    "DEFAULT_MAX_CONNECTIONS",
+    "WebhookListener",
+    "WebhookSubscription",
+    "listener_for",
+    "printable",
+]
 
 log = logging.getLogger(__name__)
 
-#: Seconds a client may take to send its request line, headers and body.
-READ_TIMEOUT = 10.0
-#: At most this many header lines, of at most 8 KiB each.
-MAX_HEADERS = 100
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 405: "Method Not Allowed"}
-_REASONS |= {408: "Request Timeout", 411: "Length Required", 413: "Content Too Large"}
+#: Seconds a client may take to send its request line and headers.
+HEADER_TIMEOUT = 10.0
+#: Seconds an authenticated client may take to send its body (the service itself gives up after 10 s).
+BODY_TIMEOUT = 10.0
+#: The longest request or header line, CRLF included.
+MAX_LINE_BYTES = 8 * 1024
+#: The request line and all headers together.
+MAX_HEAD_BYTES = 32 * 1024
+#: Open connections above which a new one is answered 503 and closed.
+DEFAULT_MAX_CONNECTIONS = 64
+#: After a refusal with the body unread, read and discard at most this much (and for at most
+#: :data:`LINGER_SECONDS`) before closing, so that the client reads the answer instead of a reset.
+LINGER_BYTES = 64 * 1024
+LINGER_SECONDS = 1.0
+_READ_CHUNK = 64 * 1024
+_SECRET = SECRET_HEADER.encode("ascii")
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found"}
+_REASONS |= {405: "Method Not Allowed", 408: "Request Timeout", 413: "Content Too Large"}
+_REASONS |= {414: "URI Too Long", 431: "Request Header Fields Too Large", 503: "Service Unavailable"}
+
+
+def printable(value: object, limit: int = 200) -> str:
+    """``value`` as text safe for one log line: control characters escaped, at most ``limit`` chars."""
+    text = str(value)[:limit]
+    return "".join(
+        ch if ch.isprintable() else (f"\\x{ord(ch):02x}" if ord(ch) < 256 else f"\\u{ord(ch):04x}")
+        for ch in text
+    )
+
+
+class _Refused(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
 
 
 class WebhookSubscription:
-    """One trigger's registration: its secret, the events it accepts and its queue of events.
+    """One trigger's registration: its secret, path, limits, accepted events and queue of events.
 
     :param listener: The listener.
     :param secret: The expected ``X-Documenso-Secret``.
     :param events: The accepted event names.
     :param max_body: The largest body this subscription accepts, in bytes.
+    :param path: The request path it listens on (``None``: any path).
+    :param max_connections: The open connections it allows the listener (the largest of all wins).
     """
 
-    def __init__(self, listener: WebhookListener, secret: str, events: Sequence[str], max_body: int) -> None:
+    def __init__(
+        self,
+        listener: WebhookListener,
+        secret: str,
+        events: Sequence[str],
+        max_body: int,
+        path: str | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    ) -> None:
         self.listener = listener
         self._secret = secret.encode("utf-8")
         self.events = frozenset(events)
         self.max_body = max_body
+        self.path = path
+        self.max_connections = max_connections
         self.queue: asyncio.Queue[WebhookEvent] = asyncio.Queue()
         self.closed = False
 
     def __repr__(self) -> str:  # the secret is never shown
-        return f"WebhookSubscription(events={sorted(self.events)})"
+        return f"WebhookSubscription(events={sorted(self.events)}, path={self.path!r})"
 
     def matches(self, secret: bytes) -> bool:
         """Constant-time comparison of ``secret`` with this subscription's."""
         return hmac.compare_digest(self._secret, secret)
+
+    def listens_on(self, path: str) -> bool:
+        """Whether a request for ``path`` (no query string) is for this subscription."""
+        return self.path is None or self.path == path
 
     def close(self) -> None:
         """Unregister (idempotent); the listener stops when its last subscription closes."""
@@ -90,20 +153,39 @@ class WebhookListener:
         self._subs: dict[WebhookSubscription, None] = {}
         self._server: asyncio.Server | None = None
         self._starting: asyncio.Lock = asyncio.Lock()
+        self._active = 0
+        self._lingering = 0
         #: Requests answered, by status (for tests and operators' curiosity).
         self.answered: dict[int, int] = {}
 
     def __repr__(self) -> str:
         return f"WebhookListener({self.host}:{self.port}, subscriptions={len(self._subs)})"
 
-    async def subscribe(self, secret: str, events: Sequence[str], max_body: int) -> WebhookSubscription:
+    @property
+    def max_connections(self) -> int:
+        """The connection cap: the largest any subscription asks for."""
+        return max((s.max_connections for s in self._subs), default=DEFAULT_MAX_CONNECTIONS)
+
+    async def subscribe(
+        self,
+        secret: str,
+        events: Sequence[str],
+        max_body: int,
+        *,
+        path: str | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    ) -> WebhookSubscription:
         """Register a trigger; starts the server on first use."""
-        sub = WebhookSubscription(self, secret, events, max_body)
+        sub = WebhookSubscription(self, secret, events, max_body, path, max_connections)
         self._subs[sub] = None
         async with self._starting:
             if self._server is None:
                 try:
-                    self._server = await asyncio.start_server(self._handle, self.host, self.port)
+                    # limit: the stream buffers at most 2 x 8 KiB per connection before it stops reading,
+                    # and readuntil() refuses a line longer than that.
+                    self._server = await asyncio.start_server(
+                        self._handle, self.host, self.port, limit=MAX_LINE_BYTES
+                    )
                 except BaseException:
                     self._subs.pop(sub, None)
                     raise
@@ -120,70 +202,195 @@ class WebhookListener:
                 server.close()
                 log.info("Docsign webhook listener on %s:%d stopped", self.host, self.port)
 
+    # ------------------------------------------------------------------------------- one connection
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            status, deliver = await asyncio.wait_for(self._read(reader), READ_TIMEOUT)
-        except (asyncio.TimeoutError, TimeoutError):
-            status, deliver = 408, []
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, ValueError):
-            status, deliver = 400, []
-        self.answered[status] = self.answered.get(status, 0) + 1
-        body = json.dumps({"ok": status == 200}).encode()
-        head = (
-            f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
-        )
-        with contextlib.suppress(ConnectionError, OSError):
-            writer.write(head.encode("latin-1") + body)
-            await writer.drain()
-        with contextlib.suppress(ConnectionError, OSError):
-            writer.close()
+            await self._connection(reader, writer)
+        except asyncio.CancelledError:
+            # The event loop is shutting down. End quietly: asyncio before Python 3.11.8 reports a
+            # cancelled connection task as an "unhandled exception in client_connected_cb".
+            writer.transport.abort()
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
+        deliver: list[tuple[WebhookSubscription, WebhookEvent]] = []
+        if self._active >= self.max_connections:
+            status = 503
+            await self._answer(writer, conn, status)
+        else:
+            self._active += 1
+            try:
+                try:
+                    status, deliver = await self._exchange(conn, reader)
+                except (ConnectionError, OSError):
+                    status = 0  # the client went away: nobody to answer
+                except Exception as error:  # a bug here must not kill the connection silently
+                    # The type only: a message could quote the request.
+                    log.warning("Docsign webhook refused (400): %s while reading it", type(error).__name__)
+                    status = 400
+                if status:
+                    await self._answer(writer, conn, status)
+            finally:
+                self._active -= 1
         # Answered first: only now does any trigger (and so Airflow) see the event.
         for sub, event in deliver:
             if not sub.closed:
                 sub.queue.put_nowait(event)
+        if status and conn.their_state is not h11.DONE:
+            await self._linger(reader)
+        with contextlib.suppress(ConnectionError, OSError):
+            writer.close()
 
-    async def _read(
-        self, reader: asyncio.StreamReader
+    async def _exchange(
+        self, conn: h11.Connection, reader: asyncio.StreamReader
     ) -> tuple[int, list[tuple[WebhookSubscription, WebhookEvent]]]:
-        request_line = (await reader.readuntil(b"\r\n")).decode("latin-1").split()
-        headers: dict[str, str] = {}
-        for _ in range(MAX_HEADERS + 1):
-            line = await reader.readuntil(b"\r\n")
-            if line == b"\r\n":
-                break
-            name, _, value = line.decode("latin-1").partition(":")
-            headers[name.strip().lower()] = value.strip()
-        else:
-            return 400, []
-        if len(request_line) != 3 or request_line[0] != "POST":
+        try:
+            request = await asyncio.wait_for(_read_head(conn, reader), HEADER_TIMEOUT)
+        except (asyncio.TimeoutError, TimeoutError):
+            return 408, []
+        except _Refused as refused:
+            return refused.status, []
+        if request is None:
+            return 0, []
+        # Method, path and secret: all decided from the head, with the body still unread.
+        if request.method != b"POST":
             return 405, []
-        if "chunked" in headers.get("transfer-encoding", "").lower() or "content-length" not in headers:
-            return 411, []
-        length = int(headers["content-length"])
-        cap = max((s.max_body for s in self._subs), default=0)
-        if length < 0 or length > cap:
-            return 413, []
-        body = await reader.readexactly(length)
-        secret = headers.get(SECRET_HEADER, "").encode("utf-8")
+        path = request.target.split(b"?", 1)[0].decode("latin-1")
+        listening = [s for s in list(self._subs) if s.listens_on(path)]
+        if not listening:
+            log.warning("Docsign webhook refused: no trigger listens on path %s (404)", printable(path))
+            return 404, []
+        secrets = [value for name, value in request.headers if name == _SECRET]
+        secret = secrets[0] if len(secrets) == 1 else b""
         # Compare against every subscription (no early exit): the timing says nothing about the secret.
-        matching = [s for s in list(self._subs) if s.matches(secret)]
+        matching = [s for s in listening if s.matches(secret)]
         if not matching:
             log.warning("Docsign webhook refused: wrong or missing %s (401)", SECRET_HEADER)
             return 401, []
+        cap = max(s.max_body for s in matching)
+        lengths = [value for name, value in request.headers if name == b"content-length"]
+        if lengths and int(lengths[0]) > cap:  # h11 has checked it is one non-negative integer
+            return 413, []
+        try:
+            body = await asyncio.wait_for(_read_body(conn, reader, cap), BODY_TIMEOUT)
+        except (asyncio.TimeoutError, TimeoutError):
+            return 408, []
+        except _Refused as refused:
+            return refused.status, []
         try:
             event = parse_webhook(body)
         except WebhookRejected as refused:
-            log.warning("Docsign webhook refused (%d): %s", refused.status, refused)
+            log.warning("Docsign webhook refused (%d): %s", refused.status, printable(refused))
             return refused.status, []
-        accepted = [s for s in matching if event.event in s.events and length <= s.max_body]
+        accepted = [s for s in matching if event.event in s.events and len(body) <= s.max_body]
         if not accepted:
             log.warning(
-                "Docsign webhook refused: event %s is not one this listener accepts (400)", event.event
+                "Docsign webhook refused: event %s is not one this listener accepts (400)",
+                printable(event.event),
             )
             return 400, []
-        log.info("Docsign webhook accepted: %s for envelope %s", event.event, event.envelope_id)
+        log.info(
+            "Docsign webhook accepted: %s for envelope %s",
+            printable(event.event),
+            printable(event.envelope_id),
+        )
         return 200, [(s, event) for s in accepted]
+
+    async def _answer(self, writer: asyncio.StreamWriter, conn: h11.Connection, status: int) -> None:
+        self.answered[status] = self.answered.get(status, 0) + 1
+        body = json.dumps({"ok": status == 200}).encode()
+        response = h11.Response(
+            status_code=status,
+            reason=_REASONS.get(status, "Error").encode("ascii"),
+            headers=[
+                ("content-type", "application/json"),
+                ("content-length", str(len(body))),
+                ("connection", "close"),
+            ],
+        )
+        try:
+            data = conn.send(response)
+        except h11.LocalProtocolError:  # e.g. after a protocol error mid-way: a fresh state machine
+            conn = h11.Connection(h11.SERVER)
+            data = conn.send(response)
+        data = (data or b"") + (conn.send(h11.Data(data=body)) or b"")
+        data += conn.send(h11.EndOfMessage()) or b""
+        with contextlib.suppress(ConnectionError, OSError):
+            writer.write(data)
+            await writer.drain()
+            if writer.can_write_eof():
+                writer.write_eof()
+
+    async def _linger(self, reader: asyncio.StreamReader) -> None:
+        """Discard what the client still sends, briefly and boundedly, so it reads our answer."""
+        if self._lingering >= self.max_connections:
+            return  # under a flood, close at once: the client may see a reset instead of the answer
+        self._lingering += 1
+        try:
+            with contextlib.suppress(asyncio.TimeoutError, TimeoutError, ConnectionError, OSError):
+                await asyncio.wait_for(_discard(reader, LINGER_BYTES), LINGER_SECONDS)
+        finally:
+            self._lingering -= 1
+
+
+async def _discard(reader: asyncio.StreamReader, limit: int) -> None:
+    discarded = 0
+    while discarded < limit:
+        chunk = await reader.read(_READ_CHUNK)
+        if not chunk:
+            return
+        discarded += len(chunk)
+
+
+async def _read_head(conn: h11.Connection, reader: asyncio.StreamReader) -> h11.Request | None:
+    """Feed h11 line by line until it has the request line and headers; ``None`` if the client left."""
+    first = True
+    while True:
+        try:
+            event = conn.next_event()
+        except h11.RemoteProtocolError as error:
+            raise _Refused(error.error_status_hint) from None
+        if isinstance(event, h11.Request):
+            return event
+        if isinstance(event, h11.ConnectionClosed):
+            return None
+        if event is not h11.NEED_DATA:  # pragma: no cover - h11 yields nothing else before a Request
+            raise _Refused(400)
+        try:
+            line = await reader.readuntil(b"\n")
+        except asyncio.LimitOverrunError:
+            raise _Refused(414 if first else 431) from None
+        except asyncio.IncompleteReadError as error:
+            line = error.partial  # then end of stream: h11 says whether that was a whole request
+            conn.receive_data(line)
+            conn.receive_data(b"")
+            continue
+        if len(line) > MAX_LINE_BYTES:  # our own per-line cap, whatever the stream's limit
+            raise _Refused(414 if first else 431)
+        first = False
+        conn.receive_data(line)
+
+
+async def _read_body(conn: h11.Connection, reader: asyncio.StreamReader, cap: int) -> bytes:
+    """The request body, refused with 413 as soon as it grows past ``cap``."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        try:
+            event = conn.next_event()
+        except h11.RemoteProtocolError:
+            raise _Refused(400) from None
+        if event is h11.NEED_DATA:
+            conn.receive_data(await reader.read(_READ_CHUNK))
+        elif isinstance(event, h11.Data):
+            size += len(event.data)
+            if size > cap:
+                raise _Refused(413)
+            parts.append(bytes(event.data))
+        elif isinstance(event, h11.EndOfMessage):
+            return b"".join(parts)
+        else:
+            raise _Refused(400)
 
 
 # ------------------------------------------------------------------------------------------- registry

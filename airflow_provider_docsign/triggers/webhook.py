@@ -25,10 +25,10 @@ if not AIRFLOW_V_3_0_PLUS:
         "whose polls are coalesced 20 envelopes per request in the triggerer."
     )
 
-from airflow_provider_docsign.triggers._listener import listener_for
+from airflow_provider_docsign.triggers._listener import DEFAULT_MAX_CONNECTIONS, listener_for
 from airflow_provider_docsign.webhook_events import DEFAULT_EVENTS, normalize_events
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "DocsignWebhookEventTrigger"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_CONNECTIONS", "DocsignWebhookEventTrigger"]
 
 #: Real deliveries are a few KB (the document and its recipients); 1 MiB leaves room for hundreds.
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
@@ -38,11 +38,14 @@ class DocsignWebhookEventTrigger(BaseEventTrigger):  # type: ignore[misc,valid-t
     """Listen for Documenso webhooks in the triggerer; yield one event per accepted delivery.
 
     Use it in an ``AssetWatcher`` so that each delivery creates an asset event and runs the DAGs
-    scheduled on that asset. Triggers on the same ``host`` and ``port`` share one listener. A delivery
-    is answered (2xx) before Airflow does anything with it; wrong secret (401), malformed JSON, an event
-    not accepted (400) and an oversized body (413) are refused and trigger nothing. Each event carries
-    only ``envelope_id``, ``event``, ``status``, ``time`` and ``rejection_reason``: the body (which holds
-    every signer's signing token) is never logged or passed on.
+    scheduled on that asset. Triggers on the same ``host`` and ``port`` share one listener, built on
+    h11. A delivery is answered (2xx) before Airflow does anything with it. Method (405), path (404) and
+    secret (401) are checked from the headers, before any of the body is read; malformed or deeply
+    nested JSON, an event not accepted (400) and an oversized body (413) are refused and trigger
+    nothing. Header lines are capped at 8 KiB and the head at 32 KiB; over ``max_connections`` open
+    connections a new one gets 503. Each event carries only ``envelope_id``, ``event``, ``status``,
+    ``time`` and ``rejection_reason``: the body (which holds every signer's signing token) is never
+    logged or passed on.
 
     :param port: The TCP port to listen on (the subscription URL points here).
     :param host: The address to bind: loopback by default, or an interface the service can reach.
@@ -51,6 +54,10 @@ class DocsignWebhookEventTrigger(BaseEventTrigger):  # type: ignore[misc,valid-t
         stored with the trigger or shown in the UI.
     :param events: The webhook events accepted (default: completed, rejected, cancelled).
     :param max_body_bytes: Larger bodies are refused with 413 without being read.
+    :param path: The request path deliveries are posted to, e.g. ``/hook`` (other paths get 404);
+        ``None`` (default) accepts any path.
+    :param max_connections: Open connections the listener allows; above, a new one is answered 503
+        and closed. Triggers sharing a port share the largest value.
     """
 
     def __init__(
@@ -61,17 +68,25 @@ class DocsignWebhookEventTrigger(BaseEventTrigger):  # type: ignore[misc,valid-t
         secret_conn_id: str = "docsign_webhook",  # noqa: S107 - a connection id, not a secret
         events: Sequence[str] = DEFAULT_EVENTS,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        path: str | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
             raise ValueError(f"port must be an integer between 1 and 65535, got {port!r}")
         if not isinstance(max_body_bytes, int) or max_body_bytes < 1:
             raise ValueError(f"max_body_bytes must be a positive integer, got {max_body_bytes!r}")
+        if path is not None and (not isinstance(path, str) or not path.startswith("/") or "?" in path):
+            raise ValueError(f"path must start with '/' and carry no query string, got {path!r}")
+        if not isinstance(max_connections, int) or isinstance(max_connections, bool) or max_connections < 1:
+            raise ValueError(f"max_connections must be a positive integer, got {max_connections!r}")
         self.port = port
         self.host = str(host)
         self.secret_conn_id = str(secret_conn_id)
         self.events = list(normalize_events(events))
         self.max_body_bytes = max_body_bytes
+        self.path = path
+        self.max_connections = max_connections
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         """Return the import path and the JSON-safe keyword arguments (no secret among them)."""
@@ -83,6 +98,8 @@ class DocsignWebhookEventTrigger(BaseEventTrigger):  # type: ignore[misc,valid-t
                 "secret_conn_id": self.secret_conn_id,
                 "events": list(self.events),
                 "max_body_bytes": self.max_body_bytes,
+                "path": self.path,
+                "max_connections": self.max_connections,
             },
         )
 
@@ -96,7 +113,7 @@ class DocsignWebhookEventTrigger(BaseEventTrigger):  # type: ignore[misc,valid-t
                 "secret (an empty secret would accept anyone's deliveries)"
             )
         subscription = await listener_for(self.host, self.port).subscribe(
-            secret, self.events, self.max_body_bytes
+            secret, self.events, self.max_body_bytes, path=self.path, max_connections=self.max_connections
         )
         try:
             while True:

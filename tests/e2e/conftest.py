@@ -20,7 +20,12 @@ from airflow_provider_docsign.sandbox import SandboxServer
 @pytest.fixture(scope="module")
 def autosign_sandbox(tmp_path_factory: pytest.TempPathFactory, api_key: str) -> Iterator[SandboxServer]:
     """A sandbox whose signers sign one second after an envelope is sent; stopped by its handle."""
-    with SandboxServer(tmp_path_factory.mktemp("autosign-data"), api_key=api_key, auto_sign_after=1.0) as sb:
+    with SandboxServer(
+        tmp_path_factory.mktemp("autosign-data"),
+        api_key=api_key,
+        auto_sign_after=1.0,
+        webhook_ssrf_bypass_hosts="127.0.0.1",  # deliveries to 127.0.0.1 allowed, as when listed
+    ) as sb:
         yield sb
 
 

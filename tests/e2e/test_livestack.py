@@ -177,7 +177,10 @@ class _Stack:
 
 @pytest.fixture
 def slow_signing_sandbox(tmp_path: Path, api_key: str) -> Iterator[SandboxServer]:
-    with SandboxServer(tmp_path / "sandbox", api_key=api_key, auto_sign_after=15.0) as sandbox:
+    # The triggerer's listener is on 127.0.0.1: allowed only when listed, as on a real instance.
+    with SandboxServer(
+        tmp_path / "sandbox", api_key=api_key, auto_sign_after=15.0, webhook_ssrf_bypass_hosts="127.0.0.1"
+    ) as sandbox:
         yield sandbox
 
 

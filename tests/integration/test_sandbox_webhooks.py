@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import SPEC_DIR, numbered_signers
+from helpers import SPEC_DIR, conn_json, numbered_signers
 
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.sandbox import SandboxServer
@@ -150,3 +150,49 @@ def test_failing_receiver_gets_four_attempts_and_a_dropped_webhook_is_never_sent
         "dropped": True,
     }
     assert len(receiver.got) == 4  # only the cancelled one's attempts reached the receiver
+
+
+def test_a_private_subscription_is_refused_until_the_instance_lists_its_host(
+    tmp_path: Path, make_pdf: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Documenso v2.17: 127.0.0.1 is refused (status 0, no request) until the host is listed."""
+    receiver = Receiver([])
+    receiver.thread.start()
+    data = tmp_path / "instance"
+    try:
+        with SandboxServer(data, api_key="api_privatewebhooks01") as strict:
+            monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_DEFAULT", conn_json(strict))
+            strict.add_webhook(receiver.url, "s3cret-webhook", ["DOCUMENT_COMPLETED"])
+            refused_id = _sent(DocsignHook(), make_pdf(), "Private webhook")
+            strict.complete(refused_id)
+            refused = _deliveries(strict, 1, lambda d: len(d["attempts"]) == 4)
+            assert strict.webhooks()["ssrfBypassHosts"] == []
+        # The instance restarted with the host listed (its subscriptions are configured again). The
+        # conftest's sandbox gets the list through the environment variable; this one, the option.
+        bypass = ["--webhook-ssrf-bypass-hosts", "127.0.0.1"]
+        with SandboxServer(data, api_key="api_privatewebhooks01", extra_args=bypass) as listed:
+            monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_DEFAULT", conn_json(listed))
+            listed.add_webhook(receiver.url, "s3cret-webhook", ["DOCUMENT_COMPLETED"])
+            allowed_id = _sent(DocsignHook(), make_pdf(), "Listed webhook")
+            listed.complete(allowed_id)
+            allowed = _deliveries(listed, 1, lambda d: 200 in d["attempts"])
+            assert listed.webhooks()["ssrfBypassHosts"] == ["127.0.0.1"]
+    finally:
+        receiver.server.shutdown()
+        receiver.server.server_close()
+
+    assert refused == [
+        {
+            "event": "DOCUMENT_COMPLETED",
+            "envelopeId": refused_id,
+            "url": receiver.url,
+            "attempts": [0, 0, 0, 0],
+            "refused": "127.0.0.1 is a loopback address; add 127.0.0.1 to the Documenso instance's "
+            "NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS (comma-separated) and restart it",
+        }
+    ]
+    assert allowed == [
+        {"event": "DOCUMENT_COMPLETED", "envelopeId": allowed_id, "url": receiver.url, "attempts": [200]}
+    ]
+    # The refused delivery made no request at all; the allowed one arrived.
+    assert [body["payload"]["envelopeId"] for _, body, _ in receiver.got] == [allowed_id]
