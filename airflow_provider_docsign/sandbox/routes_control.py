@@ -82,6 +82,32 @@ async def reject(request: Request) -> Response:
     return ok({"success": True, "recipientId": rec["id"]})
 
 
+@router.post("/expire")
+async def expire(request: Request) -> Response:
+    """``{envelopeId, recipientId?}``: a signing link (or every unsigned signer's) expires now.
+
+    The envelope stays PENDING and ``RECIPIENT_EXPIRED`` is sent, as on the real service.
+    """
+    authenticate(request, "sandbox.expire")
+    body = await json_body(request)
+    rid = _int_or_none(body.get("recipientId"), "recipientId")
+    state = state_of(request)
+    expired = await run_in_threadpool(lifecycle.expire, state, str(body.get("envelopeId", "")), rid)
+    return ok({"success": True, "expired": expired})
+
+
+@router.get("/reminders")
+async def reminders(request: Request) -> Response:
+    """Reminder e-mails counted by redistribute (never sent).
+
+    Answers ``{data: [{envelopeId, recipientId, count}], total}``; ``?envelopeId=`` narrows it.
+    """
+    authenticate(request, "sandbox.reminders")
+    env_id = request.query_params.get("envelopeId")
+    rows = lifecycle.reminders(state_of(request), env_id)
+    return ok({"data": rows, "total": sum(r["count"] for r in rows)})
+
+
 @router.post("/faults")
 async def add_fault(request: Request) -> Response:
     """Register a fault; see :mod:`.faults` for the actions."""

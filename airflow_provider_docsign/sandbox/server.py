@@ -237,6 +237,16 @@ class SandboxServer:
         """Sign as everyone."""
         return list(self._control("POST", "/complete", json={"envelopeId": envelope_id})["signed"])
 
+    def expire(self, envelope_id: str, recipient_id: int | None = None) -> list[int]:
+        """Let a recipient's signing link (or, with None, every unsigned signer's) expire now."""
+        body: dict[str, Any] = {"envelopeId": envelope_id, "recipientId": recipient_id}
+        return list(self._control("POST", "/expire", json=body)["expired"])
+
+    def reminders(self, envelope_id: str | None = None) -> dict[str, Any]:
+        """Reminder e-mails counted (not sent): ``{data: [{envelopeId, recipientId, count}], total}``."""
+        params = {"envelopeId": envelope_id} if envelope_id else None
+        return dict(self._control("GET", "/reminders", params=params))
+
     def get_envelope(self, envelope_id: str) -> dict[str, Any]:
         """The envelope as ``GET /envelope/{id}`` returns it, read via the control API (not logged)."""
         data: dict[str, Any] = self._control("GET", f"/envelopes/{envelope_id}")
