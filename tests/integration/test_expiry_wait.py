@@ -100,7 +100,8 @@ def test_sandbox_expiry_lifecycle_matches_the_real_service(
     # Redistribute renews the link (and counts one reminder e-mail); then signing works.
     sandbox.clear_requests()
     answer = hook.redistribute_envelope(envelope_id, [first.id])
-    assert answer["success"] is True and answer["id"] == envelope_id
+    assert answer["success"] is True
+    assert answer["id"] == envelope_id
     renewed = next(r for r in hook.get_envelope(envelope_id).recipients if r.id == first.id)
     assert _parse(renewed.expires_at or "") > datetime.now(timezone.utc) + timedelta(days=89)
     assert renewed.expiration_notified_at is None
@@ -129,7 +130,9 @@ def test_disabled_and_custom_periods_set_expires_at(
     hook = DocsignHook()
     never = _pending(hook, make_pdf(), meta={"envelopeExpirationPeriod": {"disabled": True}})
     assert hook.get_envelope(never).recipients[0].expires_at is None
-    two_weeks = _pending(hook, make_pdf("b.pdf"), meta={"envelopeExpirationPeriod": {"unit": "week", "amount": 2}})
+    two_weeks = _pending(
+        hook, make_pdf("b.pdf"), meta={"envelopeExpirationPeriod": {"unit": "week", "amount": 2}}
+    )
     ahead = _parse(hook.get_envelope(two_weeks).recipients[0].expires_at or "") - datetime.now(timezone.utc)
     assert timedelta(days=13) < ahead <= timedelta(days=14)
 
@@ -225,7 +228,8 @@ def test_deferred_sensor_fails_within_two_polls_of_expiry(
     assert expiry.log_length is not None
     polls_after = [r for r in sandbox.requests()[expiry.log_length :] if r["path"] == GET_MANY]
     assert 1 <= len(polls_after) <= 2
-    assert len(events) == 1 and events[0]["status"] == "failure"
+    assert len(events) == 1
+    assert events[0]["status"] == "failure"
     with pytest.raises(DocsignRecipientExpiredError, match=f"recipient {recipient.id} \\(SIGNER"):
         sensor.execute_complete({}, events[0])  # type: ignore[arg-type]
 
