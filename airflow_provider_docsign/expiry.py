@@ -27,6 +27,7 @@ __all__ = [
     "expiration_period_meta",
     "expired_recipients",
     "mask_email",
+    "merge_meta",
     "parse_timestamp",
     "period_meta_fields",
     "period_to_timedelta",
@@ -166,6 +167,29 @@ def period_meta_fields(expiration_period: Any = DEFAULT, reminders: Any = DEFAUL
     if settings is not None:
         fields["reminderSettings"] = settings
     return fields
+
+
+def merge_meta(
+    meta: Mapping[str, Any] | None, expiration_period: Any = DEFAULT, reminders: Any = DEFAULT
+) -> dict[str, Any] | None:
+    """``meta`` with ``envelopeExpirationPeriod``/``reminderSettings`` added from the two parameters.
+
+    :param meta: The ``meta`` the caller gave (left unchanged), or ``None``.
+    :param expiration_period: See :func:`expiration_period_meta`.
+    :param reminders: See :func:`reminder_settings_meta`.
+    :raises DocsignValidationError: for a bad period, or a key given both ways.
+    """
+    fields = period_meta_fields(expiration_period, reminders)
+    if not fields:
+        return None if meta is None else dict(meta)
+    merged = dict(meta or {})
+    twice = sorted(k for k in fields if k in merged)
+    if twice:
+        raise DocsignValidationError(
+            [f"meta already has {twice}; give expiration_period/reminders or meta keys, not both"], "meta"
+        )
+    merged.update(fields)
+    return merged
 
 
 def period_to_timedelta(period: Mapping[str, Any]) -> timedelta | None:

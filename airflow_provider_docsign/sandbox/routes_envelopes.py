@@ -123,6 +123,8 @@ def _create(state: SandboxState, form: FormData) -> dict[str, Any]:
             "folderId": folder_id,
             "templateId": None,
             "documentMeta": new_meta(payload.get("meta")),
+            # Stored like the real service, not shown in GET's documentMeta (OpenAPI 2.17).
+            "_reminderSettings": (payload.get("meta") or {}).get("reminderSettings"),
             "_seq": time.time_ns(),
             "_autoSignAt": None,
         }
@@ -258,7 +260,11 @@ async def update_envelope(request: Request) -> Response:
         if "globalActionAuth" in data:
             env["authOptions"]["globalActionAuth"] = data["globalActionAuth"]
         if body.get("meta"):
-            env["documentMeta"].update(body["meta"])
+            meta = dict(body["meta"])
+            # Real service: reminderSettings is stored but GET's documentMeta does not show it.
+            if "reminderSettings" in meta:
+                env["_reminderSettings"] = meta.pop("reminderSettings")
+            env["documentMeta"].update(meta)
         env["updatedAt"] = iso()
         store.put("envelope", env)
     return ok(views.envelope_lite(env))
