@@ -376,8 +376,13 @@ class DocsignHook(TemplateMethods, BaseHook):
             redact=self._redact,
         )
         if call.kind == CREATE and status >= 500:
-            err.message += "; the outcome of this create is unknown and it was not retried" + (
-                f": look it up by external_id {external_id!r} before creating again" if external_id else ""
+            err.message += (
+                f"; the outcome of this {call.what or 'create'} is unknown and it was not retried"
+                + (
+                    f": look it up by external_id {external_id!r} before creating again"
+                    if external_id
+                    else ""
+                )
             )
             err.args = (err.message,)
         if status not in retryable_statuses(call.kind):
