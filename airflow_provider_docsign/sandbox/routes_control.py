@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 from fastapi import APIRouter
@@ -12,6 +13,7 @@ from starlette.responses import JSONResponse, Response
 from . import lifecycle, views
 from .common import authenticate, json_body, ok, state_of
 from .errors import ApiError
+from .ids import iso
 from .store import Obj
 
 router = APIRouter(prefix="/_sandbox")
@@ -19,6 +21,11 @@ router = APIRouter(prefix="/_sandbox")
 
 def _bad(message: str) -> ApiError:
     return ApiError(400, {"error": message})
+
+
+def parse_iso(text: str) -> datetime:
+    """The sandbox's own ISO timestamps (``...Z``) back to a datetime."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def _int_or_none(value: Any, name: str) -> int | None:
@@ -94,6 +101,29 @@ async def expire(request: Request) -> Response:
     state = state_of(request)
     expired = await run_in_threadpool(lifecycle.expire, state, str(body.get("envelopeId", "")), rid)
     return ok({"success": True, "expired": expired})
+
+
+@router.post("/backdate")
+async def backdate(request: Request) -> Response:
+    """``{envelopeId, days}``: move the envelope's ``createdAt`` this many days into the past.
+
+    For tests of age-based rules (such as the stalled-contracts example) without waiting days.
+    """
+    authenticate(request, "sandbox.backdate")
+    body = await json_body(request)
+    try:
+        days = float(body.get("days"))
+    except (TypeError, ValueError):
+        raise _bad("days must be a number") from None
+    env_id = str(body.get("envelopeId", ""))
+    state = state_of(request)
+    with state.store.tx():
+        env = state.store.edit("envelope", env_id)
+        if env is None:
+            raise ApiError(404, {"error": f"no envelope {env_id}"})
+        env["createdAt"] = iso(parse_iso(env["createdAt"]) - timedelta(days=days))
+        state.store.put("envelope", env)
+    return ok({"success": True, "createdAt": env["createdAt"]})
 
 
 @router.get("/reminders")

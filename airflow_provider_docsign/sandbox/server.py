@@ -242,6 +242,12 @@ class SandboxServer:
         body: dict[str, Any] = {"envelopeId": envelope_id, "recipientId": recipient_id}
         return list(self._control("POST", "/expire", json=body)["expired"])
 
+    def backdate(self, envelope_id: str, days: float) -> str:
+        """Move an envelope's ``createdAt`` ``days`` into the past; return the new ``createdAt``."""
+        return str(
+            self._control("POST", "/backdate", json={"envelopeId": envelope_id, "days": days})["createdAt"]
+        )
+
     def reminders(self, envelope_id: str | None = None) -> dict[str, Any]:
         """Reminder e-mails counted (not sent): ``{data: [{envelopeId, recipientId, count}], total}``."""
         params = {"envelopeId": envelope_id} if envelope_id else None
