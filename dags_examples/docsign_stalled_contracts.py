@@ -20,12 +20,14 @@ The report is JSON lines on object storage (``report_dir``: any ``ObjectStorageP
 ``s3://bucket/docsign-reports``, or a local directory), one line per envelope: its id, title, age in
 days, unsigned recipients (e-mails masked), the action and why; the same table goes to the task log.
 
-It works on Airflow 2.11 and 3.x. Configuration: the ``docsign_default`` connection and the params.
+It works on Airflow 2.11 and 3.x. Configuration: the ``docsign_default`` connection and the params
+(``archive_dir`` and ``work_dir`` are unused, kept for symmetry with the other examples).
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from datetime import datetime, timezone
 from typing import Any
 
@@ -38,6 +40,10 @@ except ImportError:  # Airflow 2.11
 
 AIRFLOW_HOME = os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow")
 REPORT_DIR = os.environ.get("DOCSIGN_EXAMPLE_REPORT_DIR") or os.path.join(AIRFLOW_HOME, "docsign-reports")
+ARCHIVE_DIR = os.environ.get("DOCSIGN_EXAMPLE_ARCHIVE_DIR") or os.path.join(AIRFLOW_HOME, "docsign-archive")
+WORK_DIR = os.environ.get("DOCSIGN_EXAMPLE_WORK_DIR") or os.path.join(
+    tempfile.gettempdir(), "docsign-examples"
+)
 
 
 def decide(
@@ -78,6 +84,9 @@ with DAG(
         "folder_id": Param("", type="string", description="Only this folder; empty: root and all folders."),
         "report_dir": Param(REPORT_DIR, type="string", description="ObjectStoragePath URL or directory."),
         "max_actions": Param(500, type="integer", minimum=1, description="At most this many writes a run."),
+        # Unused here; kept so every example takes the same params.
+        "archive_dir": Param(ARCHIVE_DIR, type="string"),
+        "work_dir": Param(WORK_DIR, type="string"),
     },
     doc_md=__doc__,
 ) as dag:
