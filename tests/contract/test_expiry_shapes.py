@@ -149,7 +149,9 @@ def test_sandbox_expiry_routes_answer_in_the_recorded_shapes(
     assert found.status_code == 200
     recorded_41 = _recorded("41_find_has_expired_recipients")["body"]
     recorded_41["data"] = recorded_41["data"][1:]  # the notified one, as above
-    assert shape_diff(recorded_41, found.json()) == []
+    # Other tests' envelopes of this session sandbox may match too: compare ours.
+    ours = {**found.json(), "data": [e for e in found.json()["data"] if e["id"] == envelope_id]}
+    assert shape_diff(recorded_41, ours) == []
     assert validate_response(SPEC_DIR, "GET", "/envelope", 200, found.json()) == []
     assert envelope_id in [e["id"] for e in found.json()["data"]]
 
