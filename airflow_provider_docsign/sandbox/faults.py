@@ -156,10 +156,10 @@ class Traffic:
         with self.lock:
             self.log.append(entry)
 
-    def requests(self) -> list[dict[str, Any]]:
-        """A copy of the request log."""
+    def requests(self, bodies: bool = False) -> list[dict[str, Any]]:
+        """A copy of the request log (with the noted request ``body`` parts only when asked)."""
         with self.lock:
-            return [dict(r) for r in self.log]
+            return [{k: v for k, v in r.items() if bodies or k != "body"} for r in self.log]
 
     def clear_requests(self) -> None:
         """Empty the request log."""

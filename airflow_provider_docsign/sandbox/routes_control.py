@@ -170,9 +170,14 @@ async def clear_faults(request: Request) -> Response:
 
 @router.get("/requests")
 async def requests_log(request: Request) -> Response:
-    """The ``/api/v2`` request log: ``[{method, path, status}]`` in order."""
+    """The ``/api/v2`` request log: ``[{method, path, status}]`` in order.
+
+    ``?bodies=true`` adds ``body``: the parts of a request body its route notes (``meta`` of create
+    and update, ``override`` of use, the whole body of redistribute and cancel).
+    """
     authenticate(request, "sandbox.requests")
-    return ok({"data": state_of(request).traffic.requests()})
+    bodies = request.query_params.get("bodies") == "true"
+    return ok({"data": state_of(request).traffic.requests(bodies)})
 
 
 @router.post("/requests/clear")

@@ -307,14 +307,17 @@ class SandboxServer:
         """Remove all pending faults."""
         self._control("POST", "/faults/clear")
 
-    def requests(self) -> list[dict[str, Any]]:
+    def requests(self, bodies: bool = False) -> list[dict[str, Any]]:
         """``[{"method", "path", "status"}]`` of ``/api/v2`` requests so far, in order.
 
         ``path`` is relative to ``/api/v2`` (no query string). ``status`` is what the server answered; for
         ``drop_after_commit`` it is the status of the committed (never delivered) answer, and 0 when no
-        answer was produced at all (``drop_before``).
+        answer was produced at all (``drop_before``). With ``bodies=True`` an entry also has ``body``: the
+        parts of the request body its route notes (``meta`` of create/update, ``override`` of use, the
+        body of redistribute and cancel).
         """
-        return list(self._control("GET", "/requests")["data"])
+        params = {"bodies": "true"} if bodies else None
+        return list(self._control("GET", "/requests", params=params)["data"])
 
     def clear_requests(self) -> None:
         """Empty the request log."""

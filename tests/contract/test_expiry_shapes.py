@@ -82,7 +82,7 @@ def test_hook_payload_matches_the_fixture_and_the_schema(
         expiration_period="14d",
         reminders={"send_after": "3d", "repeat_every": "2d"},
     ).execute(ctx())
-    [sent] = [r["body"]["meta"] for r in sandbox.requests() if r["path"] == "/envelope/create"]
+    [sent] = [r["body"]["meta"] for r in sandbox.requests(bodies=True) if r["path"] == "/envelope/create"]
     assert sent == fixture["meta"]
     meta_schema = _payload_schema("/envelope/create")["properties"]["meta"]
     assert _errors(meta_schema, sent) == []
@@ -93,7 +93,7 @@ def test_hook_payload_matches_the_fixture_and_the_schema(
         hook.create_envelope(
             title="Shapes", files=[make_pdf()], expiration_period=period, reminders=reminders
         )
-        [meta] = [r["body"]["meta"] for r in sandbox.requests() if r["path"] == "/envelope/create"]
+        [meta] = [r["body"]["meta"] for r in sandbox.requests(bodies=True) if r["path"] == "/envelope/create"]
         assert _errors(meta_schema, meta) == [], (period, reminders, meta)
 
 

@@ -47,7 +47,7 @@ def _report(report_dir: str) -> dict[str, dict[str, Any]]:
 
 
 def _writes(sandbox: SandboxServer) -> list[dict[str, Any]]:
-    return [r for r in sandbox.requests() if r["path"] in WRITES]
+    return [r for r in sandbox.requests(bodies=True) if r["path"] in WRITES]
 
 
 def test_reminds_renews_and_cancels_each_once(
@@ -76,7 +76,7 @@ def test_reminds_renews_and_cancels_each_once(
 
     assert _state(dag_run.state) == "success", task_states(dag_run)
     # Bounded: list calls (one page of this folder) and one write per action; no per-envelope reads.
-    log = sandbox.requests()
+    log = sandbox.requests(bodies=True)
     assert [r["path"] for r in log if r["method"] == "GET"] == ["/envelope"]
     writes = {r["body"]["envelopeId"]: r for r in _writes(sandbox)}
     assert len(_writes(sandbox)) == 3

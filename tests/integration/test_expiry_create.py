@@ -29,7 +29,8 @@ REMINDERS = {"sendAfter": {"unit": "day", "amount": 3}, "repeatEvery": {"unit": 
 
 
 def _bodies(sandbox: SandboxServer, path: str) -> list[dict[str, Any]]:
-    return [r.get("body") or {} for r in sandbox.requests() if r["method"] == "POST" and r["path"] == path]
+    log = sandbox.requests(bodies=True)
+    return [r.get("body") or {} for r in log if r["method"] == "POST" and r["path"] == path]
 
 
 def test_create_operator_sends_the_service_fields(
@@ -76,7 +77,7 @@ def test_bad_periods_are_refused_locally(
         DocsignCreateEnvelopeOperator(
             task_id="create", title="t", files=[str(make_pdf())], reminders={"send_after": bad}
         )
-    assert sandbox.requests() == []  # nothing reached the service
+    assert sandbox.requests(bodies=True) == []  # nothing reached the service
 
 
 def test_never_expires_and_meta_conflict(
@@ -106,7 +107,7 @@ def test_never_expires_and_meta_conflict(
             meta={"envelopeExpirationPeriod": FOURTEEN_DAYS},
             expiration_period="1w",
         )
-    assert sandbox.requests() == []
+    assert sandbox.requests(bodies=True) == []
 
 
 def test_template_use_sends_expiry_in_override_and_reminders_before_distribute(
@@ -128,7 +129,7 @@ def test_template_use_sends_expiry_in_override_and_reminders_before_distribute(
     sandbox.clear_requests()
     result = op.execute(ctx())
 
-    order = [r["path"] for r in sandbox.requests() if r["method"] == "POST"]
+    order = [r["path"] for r in sandbox.requests(bodies=True) if r["method"] == "POST"]
     assert (
         order.index("/envelope/use") < order.index("/envelope/update") < order.index("/envelope/distribute")
     )

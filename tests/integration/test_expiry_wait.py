@@ -108,7 +108,7 @@ def test_sandbox_expiry_lifecycle_matches_the_real_service(
     assert envelope_id not in find("true")
     counted = sandbox.reminders(envelope_id)
     assert counted == {"data": [{"envelopeId": envelope_id, "recipientId": first.id, "count": 1}], "total": 1}
-    log = [r for r in sandbox.requests() if r["path"] == "/envelope/redistribute"]
+    log = [r for r in sandbox.requests(bodies=True) if r["path"] == "/envelope/redistribute"]
     assert log[0]["body"] == {"envelopeId": envelope_id, "recipients": [first.id]}
     assert sandbox.sign(envelope_id, first.id) == [first.id]
     sandbox.wait_status(envelope_id, "COMPLETED", timeout=10)
@@ -179,10 +179,10 @@ class _ExpireAfterFirstPoll:
 
     def _run(self) -> None:
         for _ in range(600):  # bounded
-            log = self.sandbox.requests()
+            log = self.sandbox.requests(bodies=True)
             if any(r["path"] == GET_MANY for r in log):
                 self.sandbox.expire(self.envelope_id, self.recipient_id)
-                self.log_length = len(self.sandbox.requests())
+                self.log_length = len(self.sandbox.requests(bodies=True))
                 return
             time.sleep(0.05)
 
@@ -226,7 +226,7 @@ def test_deferred_sensor_fails_within_two_polls_of_expiry(
         events = _run_trigger(trigger)
 
     assert expiry.log_length is not None
-    polls_after = [r for r in sandbox.requests()[expiry.log_length :] if r["path"] == GET_MANY]
+    polls_after = [r for r in sandbox.requests(bodies=True)[expiry.log_length :] if r["path"] == GET_MANY]
     assert 1 <= len(polls_after) <= 2
     assert len(events) == 1
     assert events[0]["status"] == "failure"
@@ -252,7 +252,7 @@ def test_batch_of_twenty_names_only_the_expired_one(
         events = _run_trigger(trigger)
 
     assert expiry.log_length is not None
-    polls_after = [r for r in sandbox.requests()[expiry.log_length :] if r["path"] == GET_MANY]
+    polls_after = [r for r in sandbox.requests(bodies=True)[expiry.log_length :] if r["path"] == GET_MANY]
     assert 1 <= len(polls_after) <= 2  # 20 envelopes: one get-many per poll
     with pytest.raises(DocsignRecipientExpiredError) as info:
         sensor.execute_complete({}, events[0])  # type: ignore[arg-type]

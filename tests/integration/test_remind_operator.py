@@ -32,7 +32,7 @@ def _pending(hook: DocsignHook, pdf: Path, recipients: list[dict[str, Any]] | No
 
 
 def _redistributes(sandbox: SandboxServer) -> list[dict[str, Any]]:
-    return [r for r in sandbox.requests() if r["path"] == REDISTRIBUTE]
+    return [r for r in sandbox.requests(bodies=True) if r["path"] == REDISTRIBUTE]
 
 
 class _Run:
