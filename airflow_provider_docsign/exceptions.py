@@ -19,6 +19,7 @@ __all__ = [
     "DocsignInvalidRequestError",
     "DocsignNotFoundError",
     "DocsignRateLimitError",
+    "DocsignRecipientExpiredError",
     "DocsignServerError",
     "DocsignSignatureError",
     "DocsignValidationError",
@@ -220,3 +221,29 @@ class DocsignSignatureError(DocsignError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.failures,))
+
+
+class DocsignRecipientExpiredError(DocsignError):
+    """A recipient's signing link expired, so the envelope can never complete until it is renewed.
+
+    On the real service the envelope stays PENDING when a link expires; signing is refused with
+    ``RECIPIENT_EXPIRED``. ``POST /envelope/redistribute`` (the
+    :class:`~airflow_provider_docsign.operators.DocsignRemindRecipientsOperator`) renews the link.
+
+    :param message: A message naming each envelope, recipient (id, role, masked e-mail) and when the
+        link expired, and how to renew it.
+    :param expired: One ``{"envelope_id", "recipient_id", "role", "email", "expires_at"}`` per expired
+        recipient (``email`` masked).
+    """
+
+    def __init__(self, message: str, expired: list[dict[str, Any]] | None = None) -> None:
+        self.expired = list(expired or [])
+        super().__init__(message)
+
+    @property
+    def envelope_ids(self) -> list[str]:
+        """The ids of the envelopes with an expired recipient, in order, without repeats."""
+        return list(dict.fromkeys(str(e.get("envelope_id")) for e in self.expired))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.expired))

@@ -223,6 +223,10 @@ class Recipient:
     :param send_status: ``NOT_SENT`` or ``SENT``.
     :param signing_order: The position in a sequential signing order, if any.
     :param signed_at: ISO timestamp of signing (also set on rejection).
+    :param expires_at: ISO timestamp after which the recipient's signing link no longer works (set
+        when the envelope is sent; renewed by ``POST /envelope/redistribute``; ``None`` for CC
+        recipients and when expiry is disabled).
+    :param expiration_notified_at: When the service fired ``RECIPIENT_EXPIRED`` for this recipient.
     :param fields: The recipient's fields, when the service includes them.
     :param raw: The JSON the record was parsed from (contains the signing ``token``).
     """
@@ -240,6 +244,8 @@ class Recipient:
     signed_at: str | None = None
     fields: tuple[Field, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    expires_at: str | None = None
+    expiration_notified_at: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Recipient:
@@ -258,6 +264,8 @@ class Recipient:
             signed_at=_str(data.get("signedAt")),
             fields=tuple(Field.from_json(f) for f in data.get("fields") or ()),
             raw=dict(data),
+            expires_at=_str(data.get("expiresAt")),
+            expiration_notified_at=_str(data.get("expirationNotifiedAt")),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -270,6 +278,7 @@ class Recipient:
             "signing_status": self.signing_status,
             "rejection_reason": self.rejection_reason,
             "signing_order": self.signing_order,
+            "expires_at": self.expires_at,
         }
 
 

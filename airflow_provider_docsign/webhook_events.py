@@ -71,6 +71,10 @@ class WebhookEvent:
     :param status: The envelope's status in the payload, e.g. ``COMPLETED``.
     :param time: ``createdAt`` of the delivery (ISO 8601).
     :param rejection_reason: The rejecting recipient's reason, for ``DOCUMENT_REJECTED``.
+    :param recipient_id: For ``RECIPIENT_EXPIRED``, the recipient whose signing link expired (the
+        payload is the whole document; the service marks that recipient's ``expirationNotifiedAt``
+        just before it fires the event, so it is the unsigned, non-CC recipient notified last).
+        ``None`` for other events (``DOCUMENT_REMINDER_SENT`` does not say whom it reminded).
     """
 
     envelope_id: str
@@ -78,6 +82,7 @@ class WebhookEvent:
     status: str | None
     time: str | None
     rejection_reason: str | None = None
+    recipient_id: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form, as carried in a ``TriggerEvent``."""
@@ -87,6 +92,7 @@ class WebhookEvent:
             "status": self.status,
             "time": self.time,
             "rejection_reason": self.rejection_reason,
+            "recipient_id": self.recipient_id,
         }
 
 
@@ -174,4 +180,19 @@ def parse_webhook(body: bytes) -> WebhookEvent:
         status=_text(payload.get("status"), 32),
         time=_text(data.get("createdAt"), 64),
         rejection_reason=reason,
+        recipient_id=_expired_recipient(recipients) if event == "RECIPIENT_EXPIRED" else None,
     )
+
+
+def _expired_recipient(recipients: Any) -> int | None:
+    """The unsigned, non-CC recipient whose ``expirationNotifiedAt`` is the latest (ISO text sorts)."""
+    best: tuple[str, int] | None = None
+    for r in recipients if isinstance(recipients, list) else ():
+        if not isinstance(r, dict) or r.get("role") == "CC" or r.get("signingStatus") != "NOT_SIGNED":
+            continue
+        notified, rid = r.get("expirationNotifiedAt"), r.get("id")
+        if not isinstance(notified, str) or not isinstance(rid, int) or isinstance(rid, bool):
+            continue
+        if best is None or notified > best[0]:
+            best = (notified, rid)
+    return None if best is None else best[1]

@@ -157,7 +157,9 @@ def redistribute_envelope(envelope_id: str, recipient_ids: Sequence[int]) -> Cal
     if not ids:
         raise DocsignValidationError(["redistribute needs at least one recipient id"])
     body = {"envelopeId": check_str_id(envelope_id, "envelope_id"), "recipients": ids}
-    return Call("POST", "/envelope/redistribute", WRITE, json=body, what="redistribute envelope")
+    # Not idempotent (it e-mails the recipients again), so it gets the create policy: retried only on
+    # 429, answered before anything happens; after a 5xx or a lost answer the caller re-reads instead.
+    return Call("POST", "/envelope/redistribute", CREATE, json=body, what="redistribute envelope")
 
 
 def cancel_envelope(envelope_id: str, reason: str | None) -> Call:

@@ -14,6 +14,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from airflow_provider_docsign.exceptions import DocsignValidationError
+from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
+from airflow_provider_docsign.expiry import merge_meta
 from airflow_provider_docsign.hooks import _endpoints as ep
 from airflow_provider_docsign.hooks._transfer import multipart_body
 from airflow_provider_docsign.models import Envelope, EnvelopeSummary
@@ -121,6 +123,8 @@ class TemplateMethods:
         attachments: Sequence[Mapping[str, Any]] | None = None,
         form_values: Mapping[str, Any] | None = None,
         template: Envelope | None = None,
+        expiration_period: Any = DEFAULT_PERIOD,
+        reminders: Any = DEFAULT_PERIOD,
     ) -> TemplateUse:
         """Create an envelope from a template in one streaming multipart request.
 
@@ -142,7 +146,20 @@ class TemplateMethods:
         :param attachments: ``[{"label", "data": url}]``.
         :param form_values: PDF form values.
         :param template: The template if already read (saves one request).
+        :param expiration_period: How long signing links stay valid (``"14d"``, ``"2w"``, ``"1m"``,
+            ``{"unit", "amount"}``, ``None`` for never); sent as ``override.envelopeExpirationPeriod``.
+        :param reminders: ``{"send_after": "3d", "repeat_every": "2d"}`` or ``None``. The real
+            service's ``/envelope/use`` has no ``reminderSettings`` (OpenAPI 2.17), so they are saved
+            with one ``POST /envelope/update`` right after the use; with ``distribute=True`` the
+            envelope is created as a draft, updated, then distributed, so reminders apply from the send.
         """
+        expiry_override = merge_meta(override, expiration_period)
+        reminder_meta = merge_meta(None, reminders=reminders)
+        if expiry_override is not None:
+            override = expiry_override
+        send_now = False
+        if reminder_meta:
+            send_now, distribute = distribute, False
         if template is None or template.id != template_id:
             template = _hook(self).get_template(template_id)
         if isinstance(files, str | bytes | os.PathLike):
@@ -166,6 +183,11 @@ class TemplateMethods:
         if not isinstance(body, Mapping) or not body.get("id"):
             raise _hook(self)._ambiguous(call, "the answer had no envelope id", ext)
         result = TemplateUse.from_json(body)
+        if reminder_meta:
+            # Not a retry: the envelope exists; if this fails the error names it (found by externalId).
+            _hook(self).update_envelope(result.envelope_id, meta=reminder_meta)
+            if send_now:
+                _hook(self).distribute_envelope(result.envelope_id)
         log.info(
             "Created Docsign envelope %s from template %s (%d replacement file(s), %d prefilled field(s))",
             result.envelope_id,

@@ -63,6 +63,8 @@ from airflow_provider_docsign.exceptions import (
     DocsignNotFoundError,
     DocsignValidationError,
 )
+from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
+from airflow_provider_docsign.expiry import merge_meta
 from airflow_provider_docsign.hooks import _endpoints as ep
 from airflow_provider_docsign.hooks._endpoints import Call
 from airflow_provider_docsign.hooks._http import (
@@ -374,8 +376,13 @@ class DocsignHook(TemplateMethods, BaseHook):
             redact=self._redact,
         )
         if call.kind == CREATE and status >= 500:
-            err.message += "; the outcome of this create is unknown and it was not retried" + (
-                f": look it up by external_id {external_id!r} before creating again" if external_id else ""
+            err.message += (
+                f"; the outcome of this {call.what or 'create'} is unknown and it was not retried"
+                + (
+                    f": look it up by external_id {external_id!r} before creating again"
+                    if external_id
+                    else ""
+                )
             )
             err.args = (err.message,)
         if status not in retryable_statuses(call.kind):
@@ -505,6 +512,8 @@ class DocsignHook(TemplateMethods, BaseHook):
         meta: Mapping[str, Any] | None = None,
         folder_id: str | None = None,
         envelope_type: str = "DOCUMENT",
+        expiration_period: Any = DEFAULT_PERIOD,
+        reminders: Any = DEFAULT_PERIOD,
         **payload_extra: Any,
     ) -> str:
         """Create a draft envelope from PDFs in one streaming multipart request; return its id.
@@ -521,8 +530,14 @@ class DocsignHook(TemplateMethods, BaseHook):
         :param meta: Document meta in the service's shape (``subject``, ``message``, ``timezone``, ...).
         :param folder_id: Create the envelope in this folder.
         :param envelope_type: ``DOCUMENT`` or ``TEMPLATE``.
+        :param expiration_period: How long signing links stay valid after sending: ``"14d"``, ``"2w"``,
+            ``"1m"``, ``"1y"``, ``{"unit": "day", "amount": 14}``, or ``None`` for never; sent as
+            ``meta.envelopeExpirationPeriod``. Default: leave it to the team's setting (3 months).
+        :param reminders: Automatic reminders, ``{"send_after": "3d", "repeat_every": "2d"}`` or
+            ``None`` for none; sent as ``meta.reminderSettings``. Default: the team's setting.
         :param payload_extra: Other payload keys, passed unchanged (e.g. ``visibility``, ``formValues``).
         """
+        meta = merge_meta(meta, expiration_period, reminders)
         sources = list(files) if not isinstance(files, str | bytes | os.PathLike) else [files]
         payload, pdfs = validate_create_payload(
             title=title,

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # give type checkers and IDEs the real classes; runtime impor
         DocsignAddRecipientsOperator,
         DocsignRejectRecipientOperator,
     )
+    from airflow_provider_docsign.operators.reminders import DocsignRemindRecipientsOperator
     from airflow_provider_docsign.operators.templates import (
         DocsignCreateEnvelopeFromTemplateOperator,
         DocsignCreateTemplateOperator,
@@ -44,6 +45,7 @@ _MODULES: dict[str, str] = {
     "DocsignAddRecipientsOperator": "recipients",
     "DocsignAddFieldsOperator": "recipients",
     "DocsignRejectRecipientOperator": "recipients",
+    "DocsignRemindRecipientsOperator": "reminders",
     "DocsignCreateFolderOperator": "folders",
     "DocsignArchiveSignedDocumentsOperator": "archive",
     "DocsignFieldPreviewOperator": "preview",
@@ -67,6 +69,7 @@ __all__ = [
     "DocsignDuplicateTemplateOperator",
     "DocsignFieldPreviewOperator",
     "DocsignRejectRecipientOperator",
+    "DocsignRemindRecipientsOperator",
     "DocsignUpdateEnvelopeItemsOperator",
 ]
 

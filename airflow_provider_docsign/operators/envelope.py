@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import AirflowFailException, mask_secret
 from airflow_provider_docsign.exceptions import DocsignAmbiguousWriteError, DocsignValidationError
+from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
+from airflow_provider_docsign.expiry import period_meta_fields
 from airflow_provider_docsign.models import EnvelopeStatus
 from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
@@ -74,6 +76,13 @@ class DocsignCreateEnvelopeOperator(DocsignBaseOperator):
         (an ambiguous create is then re-raised rather than repeated).
     :param payload_extra: Further top-level payload keys passed to the service unchanged (for example
         ``{"visibility": "EVERYONE"}``). Templated (rendered as JSON).
+    :param expiration_period: How long signing links stay valid once sent: ``"14d"``, ``"2w"``,
+        ``"1m"``, ``"1y"``, a ``{"unit": "day"|"week"|"month"|"year", "amount": n}`` mapping, or
+        ``None`` for "never". Sent as ``meta.envelopeExpirationPeriod``. Default: the team's setting
+        (on the real service, 3 months). Checked when the DAG is parsed ("14 days", 0 or 14 are refused).
+    :param reminders: Automatic reminder e-mails: ``{"send_after": "3d", "repeat_every": "2d"}``
+        (``repeat_every`` left out: one reminder), or ``None`` for none. Sent as
+        ``meta.reminderSettings``. Default: the team's setting.
     :param docsign_conn_id: The Airflow connection of type ``docsign``.
     """
 
@@ -107,6 +116,8 @@ class DocsignCreateEnvelopeOperator(DocsignBaseOperator):
         envelope_type: str = "DOCUMENT",
         if_exists: str = "reuse",
         payload_extra: dict[str, Any] | None = None,
+        expiration_period: Any = DEFAULT_PERIOD,
+        reminders: Any = DEFAULT_PERIOD,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -122,6 +133,10 @@ class DocsignCreateEnvelopeOperator(DocsignBaseOperator):
         self.envelope_type = envelope_type
         self.if_exists = if_exists
         self.payload_extra = payload_extra
+        # Checked now, so "14 days" fails when the DAG is parsed, not when the task runs.
+        period_meta_fields(expiration_period, reminders)
+        self.expiration_period = expiration_period
+        self.reminders = reminders
 
     # -- execute -----------------------------------------------------------------------------
 
@@ -205,6 +220,8 @@ class DocsignCreateEnvelopeOperator(DocsignBaseOperator):
                     meta=self.meta,
                     folder_id=self.folder_id,
                     envelope_type=str(self.envelope_type).upper(),
+                    expiration_period=self.expiration_period,
+                    reminders=self.reminders,
                     **(self.payload_extra or {}),
                 )
                 self.log.info("Created envelope %s", envelope_id)

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import AirflowFailException
 from airflow_provider_docsign.exceptions import DocsignAmbiguousWriteError, DocsignValidationError
+from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
+from airflow_provider_docsign.expiry import period_meta_fields
 from airflow_provider_docsign.models import EnvelopeStatus
 from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
@@ -70,6 +72,14 @@ class DocsignCreateEnvelopeFromTemplateOperator(DocsignBaseOperator):
         Templated (rendered as JSON).
     :param form_values: PDF form values. Templated.
     :param if_exists: ``"reuse"`` (default), ``"fail"`` or ``"create"``, as for the create operator.
+    :param expiration_period: How long signing links stay valid once sent: ``"14d"``, ``"2w"``,
+        ``"1m"``, ``"1y"``, a ``{"unit": "day"|"week"|"month"|"year", "amount": n}`` mapping, or
+        ``None`` for "never". Sent as ``override.envelopeExpirationPeriod``. Default: the template's
+        or team's setting. Checked when the DAG is parsed ("14 days", 0 or 14 are refused).
+    :param reminders: Automatic reminder e-mails: ``{"send_after": "3d", "repeat_every": "2d"}``
+        (``repeat_every`` left out: one reminder), or ``None`` for none. ``/envelope/use`` cannot carry
+        them, so they are saved with one ``POST /envelope/update`` (``meta.reminderSettings``) before
+        the envelope is distributed. Default: the team's setting.
     :param docsign_conn_id: The Airflow connection of type ``docsign``.
     """
 
@@ -106,6 +116,8 @@ class DocsignCreateEnvelopeFromTemplateOperator(DocsignBaseOperator):
         override: dict[str, Any] | None = None,
         form_values: dict[str, Any] | None = None,
         if_exists: str = "reuse",
+        expiration_period: Any = DEFAULT_PERIOD,
+        reminders: Any = DEFAULT_PERIOD,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -125,6 +137,10 @@ class DocsignCreateEnvelopeFromTemplateOperator(DocsignBaseOperator):
         self.override = override
         self.form_values = form_values
         self.if_exists = if_exists
+        # Checked now, so "14 days" fails when the DAG is parsed, not when the task runs.
+        period_meta_fields(expiration_period, reminders)
+        self.expiration_period = expiration_period
+        self.reminders = reminders
 
     def _files(self) -> Any:
         if self.files is None:
@@ -190,6 +206,8 @@ class DocsignCreateEnvelopeFromTemplateOperator(DocsignBaseOperator):
                     distribute=bool(self.distribute),
                     override=self.override,
                     form_values=self.form_values,
+                    expiration_period=self.expiration_period,
+                    reminders=self.reminders,
                 )
                 return result.envelope_id, False
             except PERMANENT_ERRORS as err:

@@ -14,6 +14,7 @@ import re
 import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -147,15 +148,18 @@ class Traffic:
                     return fault
         return None
 
-    def record(self, method: str, path: str, status: int) -> None:
-        """Append one ``/api/v2`` request to the log."""
+    def record(self, method: str, path: str, status: int, note: dict[str, Any] | None = None) -> None:
+        """Append one ``/api/v2`` request to the log (with what the route noted, under ``body``)."""
+        entry: dict[str, Any] = {"method": method, "path": path, "status": status}
+        if note:
+            entry["body"] = json.loads(json.dumps(note))
         with self.lock:
-            self.log.append({"method": method, "path": path, "status": status})
+            self.log.append(entry)
 
-    def requests(self) -> list[dict[str, Any]]:
-        """A copy of the request log."""
+    def requests(self, bodies: bool = False) -> list[dict[str, Any]]:
+        """A copy of the request log (with the noted request ``body`` parts only when asked)."""
         with self.lock:
-            return [dict(r) for r in self.log]
+            return [{k: v for k, v in r.items() if bodies or k != "body"} for r in self.log]
 
     def clear_requests(self) -> None:
         """Empty the request log."""
@@ -200,6 +204,18 @@ def _header_list(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
     return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
 
 
+#: The parts of the current request's body a route chose to show in the request log (see
+#: :func:`note_request`); a fresh dict per ``/api/v2`` request.
+_LOG_NOTE: ContextVar[dict[str, Any] | None] = ContextVar("sandbox_log_note", default=None)
+
+
+def note_request(**values: Any) -> None:
+    """Show these parts of the request body in ``GET /_sandbox/requests`` (for example ``meta``)."""
+    note = _LOG_NOTE.get()
+    if note is not None:
+        note.update(values)
+
+
 class SandboxMiddleware:
     """Adds the real service's common headers, logs ``/api/v2`` requests and applies injected faults.
 
@@ -233,11 +249,13 @@ class SandboxMiddleware:
             )
         extra["x-request-id"] = request_id()
         status_seen = {"status": 0, "logged": False}
+        note: dict[str, Any] = {}
+        _LOG_NOTE.set(note)
 
         def log_once(status: int) -> None:
             if is_api and not status_seen["logged"]:
                 status_seen["logged"] = True
-                self.traffic.record(method, rel, status)
+                self.traffic.record(method, rel, status, note)
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":

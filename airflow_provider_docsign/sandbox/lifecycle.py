@@ -13,11 +13,12 @@ import functools
 import logging
 import os
 import time
+from datetime import timedelta
 from typing import Any
 
 from . import pdfops, prefill
-from .errors import app_error, plain_error
-from .ids import cuid, iso, iso_in
+from .errors import ApiError, app_error, plain_error
+from .ids import cuid, iso, utcnow
 from .schemas import SIGNATURE_TYPES
 from .state import SandboxState
 from .store import Obj
@@ -46,6 +47,59 @@ def send_response(state: SandboxState, env: Obj, webapp_url: str) -> dict[str, A
         for r in state.store.recipients_of(env["id"])
     ]
     return {"success": True, "id": env["id"], "recipients": recipients}
+
+
+#: Days per unit when the real service turns ``envelopeExpirationPeriod`` into ``expiresAt`` (luxon's
+#: ``Duration.toMillis``: a month is 30 days and a year 365; recordings: 3 months = 90 days).
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
+_DEFAULT_PERIOD: dict[str, Any] = {"unit": "month", "amount": 3}
+
+
+def expires_at_for(meta: dict[str, Any]) -> str | None:
+    """``expiresAt`` for a send now: from ``envelopeExpirationPeriod`` (null: 3 months; disabled: none)."""
+    period: dict[str, Any] = meta.get("envelopeExpirationPeriod") or _DEFAULT_PERIOD
+    if period.get("disabled") is True:
+        return None
+    try:
+        days = _UNIT_DAYS[str(period["unit"])] * int(period["amount"])
+    except (KeyError, TypeError, ValueError):
+        days = 90
+    return iso(utcnow() + timedelta(days=days))
+
+
+def is_expired(rec: Obj) -> bool:
+    """The real rule: not CC, not signed, and ``expiresAt`` has passed."""
+    return bool(
+        rec["role"] != "CC"
+        and rec["signingStatus"] == "NOT_SIGNED"
+        and rec.get("expiresAt")
+        and rec["expiresAt"] <= iso()
+    )
+
+
+def expired_error(path: str) -> ApiError:
+    """Signing refused for an expired recipient, in the real signing route's recorded shape.
+
+    ``recorded/expiry/42``: a tRPC error envelope, HTTP 400, ``RECIPIENT_EXPIRED``.
+    """
+    message = "Recipient signing window has expired"
+    return ApiError(
+        400,
+        {
+            "error": {
+                "json": {
+                    "message": message,
+                    "code": -32603,
+                    "data": {
+                        "code": "RECIPIENT_EXPIRED",
+                        "httpStatus": 400,
+                        "path": path,
+                        "appError": {"code": "RECIPIENT_EXPIRED", "message": message},
+                    },
+                }
+            }
+        },
+    )
 
 
 def distribute(
@@ -77,14 +131,17 @@ def distribute(
         # Real service: prefilled fields are inserted when their recipient is first sent the envelope.
         prefill.auto_insert(store, envelope_id)
         now = iso()
+        # Real service: every unsigned, non-CC recipient gets a fresh expiresAt at each send.
+        expires_at = expires_at_for(env["documentMeta"])
         for rec in recipients:
-            if rec["role"] == "CC" or rec["signingStatus"] == "SIGNED":
+            if rec["role"] == "CC" or rec["signingStatus"] in ("SIGNED", "REJECTED"):
                 continue
             changed = store.edit("recipient", rec["id"])
             assert changed is not None
             if method == "EMAIL":
                 changed["sendStatus"] = "SENT"
-            changed["expiresAt"] = changed["expiresAt"] or iso_in(91)
+            changed["expiresAt"] = expires_at
+            changed["expirationNotifiedAt"] = None
             store.put("recipient", changed)
         first_send = env["status"] == "DRAFT"
         env["status"] = "PENDING"
@@ -134,6 +191,98 @@ def _epoch() -> float:
     return time.time()
 
 
+def redistribute(
+    state: SandboxState, envelope_id: str, recipient_ids: list[int], webapp_url: str
+) -> dict[str, Any]:
+    """Resend to listed recipients (PENDING only), as the real service does.
+
+    Renews ``expiresAt``, counts the reminder e-mail and fires ``DOCUMENT_REMINDER_SENT``. DRAFT and
+    terminal envelopes answer 500 (``recorded/expiry/45``).
+    """
+    path = "envelope.redistribute"
+    store = state.store
+    with store.tx():
+        env = store.get("envelope", envelope_id)
+        if env is None or env["deletedAt"] is not None:
+            raise plain_error(path, "Document not found")
+        if env["status"] == "DRAFT":
+            raise plain_error(path, "Can not send draft document")
+        if env["status"] != "PENDING":
+            raise plain_error(path, "Can not send completed document")
+        wanted = set(recipient_ids)
+        expires_at = expires_at_for(env["documentMeta"])
+        email = (env["documentMeta"].get("emailSettings") or {}).get("recipientSigningRequest", True)
+        for rec in store.recipients_of(env["id"]):
+            if rec["id"] in wanted and rec["role"] != "CC" and rec["signingStatus"] == "NOT_SIGNED":
+                changed = store.edit("recipient", rec["id"])
+                assert changed is not None
+                changed["sendStatus"] = "SENT"
+                changed["expiresAt"] = expires_at
+                changed["expirationNotifiedAt"] = None
+                store.put("recipient", changed)
+                if email:  # counted, never sent: see GET /_sandbox/reminders
+                    email_sent(state, env["id"], changed, resending=True)
+        response = send_response(state, env, webapp_url)
+    state.webhooks.notify(state, envelope_id, "DOCUMENT_REMINDER_SENT")
+    return response
+
+
+def expire(state: SandboxState, envelope_id: str, recipient_id: int | None) -> list[int]:
+    """Test control: a recipient's signing link (or every unsigned non-CC one's) expires now.
+
+    As the real service's sweep would: ``expiresAt`` in the past, ``expirationNotifiedAt`` set, audit
+    ``DOCUMENT_RECIPIENT_EXPIRED``, webhook ``RECIPIENT_EXPIRED``. The envelope stays PENDING.
+    """
+    path = "sandbox.expire"
+    store = state.store
+    with store.tx():
+        env = store.get("envelope", envelope_id)
+        if env is None:
+            raise app_error(path, "NOT_FOUND", "Envelope could not be found")
+        if env["status"] != "PENDING":
+            raise app_error(path, "INVALID_REQUEST", f"Envelope {envelope_id} must be pending to expire")
+        recipients = [
+            r
+            for r in store.recipients_of(envelope_id)
+            if r["role"] != "CC" and r["signingStatus"] == "NOT_SIGNED"
+        ]
+        if recipient_id is not None:
+            recipients = [r for r in recipients if r["id"] == recipient_id]
+            if not recipients:
+                raise app_error(path, "NOT_FOUND", f"Recipient {recipient_id} is not an unsigned signer here")
+        now = utcnow()
+        for rec in recipients:
+            changed = store.edit("recipient", rec["id"])
+            assert changed is not None
+            changed["expiresAt"] = iso(now - timedelta(seconds=1))
+            changed["expirationNotifiedAt"] = iso(now)
+            store.put("recipient", changed)
+            state.audit(
+                envelope_id,
+                "DOCUMENT_RECIPIENT_EXPIRED",
+                {"recipientEmail": rec["email"], "recipientName": rec["name"], "recipientId": rec["id"]},
+                name=None,
+                email=None,
+                user_id=None,
+            )
+    for _ in recipients:  # the real service fires one RECIPIENT_EXPIRED per recipient
+        state.webhooks.notify(state, envelope_id, "RECIPIENT_EXPIRED")
+    return [r["id"] for r in recipients]
+
+
+def reminders(state: SandboxState, envelope_id: str | None = None) -> list[dict[str, Any]]:
+    """The reminder e-mails counted (not sent): one entry per (envelope, recipient) with a count."""
+    counts: dict[tuple[str, int], int] = {}
+    with state.store.lock:
+        entries = [a for a in state.store.all("audit") if envelope_id in (None, a["envelopeId"])]
+    for entry in entries:
+        data = entry.get("data") or {}
+        if entry["type"] == "EMAIL_SENT" and data.get("isResending"):
+            key = (entry["envelopeId"], int(data["recipientId"]))
+            counts[key] = counts.get(key, 0) + 1
+    return [{"envelopeId": e, "recipientId": r, "count": c} for (e, r), c in sorted(counts.items())]
+
+
 def auto_sign(state: SandboxState, envelope_id: str) -> None:
     """The ``--auto-sign-after`` job: every unsigned recipient signs (if still PENDING)."""
     env = state.store.get("envelope", envelope_id)
@@ -179,6 +328,9 @@ def sign(state: SandboxState, envelope_id: str, recipient_id: int | None) -> lis
                 raise app_error(path, "INVALID_REQUEST", "Recipient has already actioned the document")
         else:
             chosen = [r for r in recipients if r["role"] != "CC" and r["signingStatus"] == "NOT_SIGNED"]
+        # Real service: an expired recipient cannot sign until redistribute renews the link.
+        if any(is_expired(r) for r in chosen):
+            raise expired_error("envelope.field.sign")
         now = iso()
         fields = store.fields_of(envelope_id)
         for rec in chosen:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 from fastapi import APIRouter
@@ -12,6 +13,7 @@ from starlette.responses import JSONResponse, Response
 from . import lifecycle, views
 from .common import authenticate, json_body, ok, state_of
 from .errors import ApiError
+from .ids import iso
 from .store import Obj
 
 router = APIRouter(prefix="/_sandbox")
@@ -19,6 +21,11 @@ router = APIRouter(prefix="/_sandbox")
 
 def _bad(message: str) -> ApiError:
     return ApiError(400, {"error": message})
+
+
+def parse_iso(text: str) -> datetime:
+    """The sandbox's own ISO timestamps (``...Z``) back to a datetime."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def _int_or_none(value: Any, name: str) -> int | None:
@@ -82,6 +89,55 @@ async def reject(request: Request) -> Response:
     return ok({"success": True, "recipientId": rec["id"]})
 
 
+@router.post("/expire")
+async def expire(request: Request) -> Response:
+    """``{envelopeId, recipientId?}``: a signing link (or every unsigned signer's) expires now.
+
+    The envelope stays PENDING and ``RECIPIENT_EXPIRED`` is sent, as on the real service.
+    """
+    authenticate(request, "sandbox.expire")
+    body = await json_body(request)
+    rid = _int_or_none(body.get("recipientId"), "recipientId")
+    state = state_of(request)
+    expired = await run_in_threadpool(lifecycle.expire, state, str(body.get("envelopeId", "")), rid)
+    return ok({"success": True, "expired": expired})
+
+
+@router.post("/backdate")
+async def backdate(request: Request) -> Response:
+    """``{envelopeId, days}``: move the envelope's ``createdAt`` this many days into the past.
+
+    For tests of age-based rules (such as the stalled-contracts example) without waiting days.
+    """
+    authenticate(request, "sandbox.backdate")
+    body = await json_body(request)
+    try:
+        days = float(body.get("days"))
+    except (TypeError, ValueError):
+        raise _bad("days must be a number") from None
+    env_id = str(body.get("envelopeId", ""))
+    state = state_of(request)
+    with state.store.tx():
+        env = state.store.edit("envelope", env_id)
+        if env is None:
+            raise ApiError(404, {"error": f"no envelope {env_id}"})
+        env["createdAt"] = iso(parse_iso(env["createdAt"]) - timedelta(days=days))
+        state.store.put("envelope", env)
+    return ok({"success": True, "createdAt": env["createdAt"]})
+
+
+@router.get("/reminders")
+async def reminders(request: Request) -> Response:
+    """Reminder e-mails counted by redistribute (never sent).
+
+    Answers ``{data: [{envelopeId, recipientId, count}], total}``; ``?envelopeId=`` narrows it.
+    """
+    authenticate(request, "sandbox.reminders")
+    env_id = request.query_params.get("envelopeId")
+    rows = lifecycle.reminders(state_of(request), env_id)
+    return ok({"data": rows, "total": sum(r["count"] for r in rows)})
+
+
 @router.post("/faults")
 async def add_fault(request: Request) -> Response:
     """Register a fault; see :mod:`.faults` for the actions."""
@@ -114,9 +170,14 @@ async def clear_faults(request: Request) -> Response:
 
 @router.get("/requests")
 async def requests_log(request: Request) -> Response:
-    """The ``/api/v2`` request log: ``[{method, path, status}]`` in order."""
+    """The ``/api/v2`` request log: ``[{method, path, status}]`` in order.
+
+    ``?bodies=true`` adds ``body``: the parts of a request body its route notes (``meta`` of create
+    and update, ``override`` of use, the whole body of redistribute and cancel).
+    """
     authenticate(request, "sandbox.requests")
-    return ok({"data": state_of(request).traffic.requests()})
+    bodies = request.query_params.get("bodies") == "true"
+    return ok({"data": state_of(request).traffic.requests(bodies)})
 
 
 @router.post("/requests/clear")

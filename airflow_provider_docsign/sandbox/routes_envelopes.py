@@ -35,9 +35,10 @@ from .common import (
     success,
     webapp_url,
 )
-from .errors import app_error, plain_error
+from .errors import app_error
+from .faults import note_request
 from .ids import envelope_id as new_envelope_id
-from .ids import iso, iso_in
+from .ids import iso
 from .schemas import (
     CANCEL,
     CREATE_PAYLOAD,
@@ -71,6 +72,7 @@ def _create(state: SandboxState, form: FormData) -> dict[str, Any]:
         with contextlib.suppress(ValueError):
             raw = json.loads(raw)
     payload = check_payload(raw, CREATE_PAYLOAD, path)
+    note_request(meta=payload.get("meta"))
     check_files(form, state, path)
     check_item_limit(len(form.files), path)
     folder_id = payload.get("folderId")
@@ -121,6 +123,8 @@ def _create(state: SandboxState, form: FormData) -> dict[str, Any]:
             "folderId": folder_id,
             "templateId": None,
             "documentMeta": new_meta(payload.get("meta")),
+            # Stored like the real service, not shown in GET's documentMeta (OpenAPI 2.17).
+            "_reminderSettings": (payload.get("meta") or {}).get("reminderSettings"),
             "_seq": time.time_ns(),
             "_autoSignAt": None,
         }
@@ -175,11 +179,7 @@ async def find_envelopes(request: Request) -> Response:
 
 
 def _has_expired_recipient(state: SandboxState, env: Obj) -> bool:
-    now = iso()
-    return any(
-        r["role"] != "CC" and r["signingStatus"] == "NOT_SIGNED" and r["expiresAt"] and r["expiresAt"] < now
-        for r in state.store.recipients_of(env["id"])
-    )
+    return any(lifecycle.is_expired(r) for r in state.store.recipients_of(env["id"]))
 
 
 def _ilike(query: str) -> re.Pattern[str]:
@@ -237,6 +237,7 @@ async def update_envelope(request: Request) -> Response:
     authenticate(request, path)
     state = state_of(request)
     body = validate(await json_body(request), UPDATE_ENVELOPE, path)
+    note_request(meta=body.get("meta"))
     store = state.store
     with store.tx():
         env = store.edit("envelope", body["envelopeId"])
@@ -259,7 +260,11 @@ async def update_envelope(request: Request) -> Response:
         if "globalActionAuth" in data:
             env["authOptions"]["globalActionAuth"] = data["globalActionAuth"]
         if body.get("meta"):
-            env["documentMeta"].update(body["meta"])
+            meta = dict(body["meta"])
+            # Real service: reminderSettings is stored but GET's documentMeta does not show it.
+            if "reminderSettings" in meta:
+                env["_reminderSettings"] = meta.pop("reminderSettings")
+            env["documentMeta"].update(meta)
         env["updatedAt"] = iso()
         store.put("envelope", env)
     return ok(views.envelope_lite(env))
@@ -322,26 +327,9 @@ async def redistribute(request: Request) -> Response:
     authenticate(request, path)
     state = state_of(request)
     body = validate(await json_body(request), REDISTRIBUTE, path)
-    store = state.store
-    with store.tx():
-        env = store.get("envelope", body["envelopeId"])
-        if env is None or env["deletedAt"] is not None:
-            raise plain_error(path, "Document not found")
-        if env["status"] == "DRAFT":
-            raise plain_error(path, "Can not send draft document")
-        if env["status"] != "PENDING":
-            raise plain_error(path, "Can not send completed document")
-        wanted = {int(i) for i in body["recipients"]}
-        for rec in store.recipients_of(env["id"]):
-            if rec["id"] in wanted and rec["role"] != "CC" and rec["signingStatus"] == "NOT_SIGNED":
-                changed = store.edit("recipient", rec["id"])
-                assert changed is not None
-                changed["sendStatus"] = "SENT"
-                changed["expiresAt"] = iso_in(91)
-                store.put("recipient", changed)
-                lifecycle.email_sent(state, env["id"], changed, resending=True)
-        response = lifecycle.send_response(state, env, webapp_url(request))
-    return ok(response)
+    note_request(envelopeId=body["envelopeId"], recipients=body["recipients"])
+    wanted = [int(i) for i in body["recipients"]]
+    return ok(lifecycle.redistribute(state, body["envelopeId"], wanted, webapp_url(request)))
 
 
 @router.post("/envelope/cancel")
@@ -351,6 +339,7 @@ async def cancel(request: Request) -> Response:
     authenticate(request, path)
     state = state_of(request)
     body = validate(await json_body(request), CANCEL, path)
+    note_request(envelopeId=body["envelopeId"], reason=body.get("reason"))
     lifecycle.cancel(state, body["envelopeId"], body.get("reason"))
     return success()
 

@@ -23,6 +23,7 @@ from . import lifecycle, prefill
 from .builders import check_files, check_payload, new_recipient, pdf_pages
 from .common import authenticate, json_body, multipart_call, ok, state_of, webapp_url
 from .errors import app_error
+from .faults import note_request
 from .ids import cuid, envelope_item_id, iso
 from .ids import envelope_id as new_envelope_id
 from .schemas import LANGUAGES
@@ -166,6 +167,7 @@ def _use(state: SandboxState, form: FormData, url: str) -> dict[str, Any]:
         with contextlib.suppress(ValueError):
             raw = json.loads(raw)
     payload = check_payload(raw, USE_PAYLOAD, path)
+    note_request(override=payload.get("override"))
     store = state.store
     template = _template_or_404(state, payload["envelopeId"], path)
     items = store.items_of(template["id"])

@@ -246,6 +246,22 @@ class SandboxServer:
         """Sign as everyone."""
         return list(self._control("POST", "/complete", json={"envelopeId": envelope_id})["signed"])
 
+    def expire(self, envelope_id: str, recipient_id: int | None = None) -> list[int]:
+        """Let a recipient's signing link (or, with None, every unsigned signer's) expire now."""
+        body: dict[str, Any] = {"envelopeId": envelope_id, "recipientId": recipient_id}
+        return list(self._control("POST", "/expire", json=body)["expired"])
+
+    def backdate(self, envelope_id: str, days: float) -> str:
+        """Move an envelope's ``createdAt`` ``days`` into the past; return the new ``createdAt``."""
+        return str(
+            self._control("POST", "/backdate", json={"envelopeId": envelope_id, "days": days})["createdAt"]
+        )
+
+    def reminders(self, envelope_id: str | None = None) -> dict[str, Any]:
+        """Reminder e-mails counted (not sent): ``{data: [{envelopeId, recipientId, count}], total}``."""
+        params = {"envelopeId": envelope_id} if envelope_id else None
+        return dict(self._control("GET", "/reminders", params=params))
+
     def get_envelope(self, envelope_id: str) -> dict[str, Any]:
         """The envelope as ``GET /envelope/{id}`` returns it, read via the control API (not logged)."""
         data: dict[str, Any] = self._control("GET", f"/envelopes/{envelope_id}")
@@ -300,14 +316,17 @@ class SandboxServer:
         """Remove all pending faults."""
         self._control("POST", "/faults/clear")
 
-    def requests(self) -> list[dict[str, Any]]:
+    def requests(self, bodies: bool = False) -> list[dict[str, Any]]:
         """``[{"method", "path", "status"}]`` of ``/api/v2`` requests so far, in order.
 
         ``path`` is relative to ``/api/v2`` (no query string). ``status`` is what the server answered; for
         ``drop_after_commit`` it is the status of the committed (never delivered) answer, and 0 when no
-        answer was produced at all (``drop_before``).
+        answer was produced at all (``drop_before``). With ``bodies=True`` an entry also has ``body``: the
+        parts of the request body its route notes (``meta`` of create/update, ``override`` of use, the
+        body of redistribute and cancel).
         """
-        return list(self._control("GET", "/requests")["data"])
+        params = {"bodies": "true"} if bodies else None
+        return list(self._control("GET", "/requests", params=params)["data"])
 
     def clear_requests(self) -> None:
         """Empty the request log."""

@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 TIMEOUT = 10.0
 ATTEMPTS = 4
 SENT_EVENTS = ("DOCUMENT_COMPLETED", "DOCUMENT_REJECTED", "DOCUMENT_CANCELLED")
+#: Events a subscription may also ask for (sent by the expiry control endpoint and by redistribute).
+EXTRA_EVENTS = ("RECIPIENT_EXPIRED", "DOCUMENT_REMINDER_SENT")
 
 
 @dataclass
@@ -76,9 +78,11 @@ class WebhookSender:
         if isinstance(events, str):
             events = [e for e in events.split(",") if e.strip()]
         chosen = tuple(str(e).strip().upper() for e in (events or SENT_EVENTS))
-        unknown = [e for e in chosen if e not in SENT_EVENTS]
+        unknown = [e for e in chosen if e not in SENT_EVENTS + EXTRA_EVENTS]
         if not url.startswith(("http://", "https://")) or unknown:
-            raise ValueError(f"bad webhook subscription: url must be http(s), events among {SENT_EVENTS}")
+            raise ValueError(
+                f"bad webhook subscription: url must be http(s), events among {SENT_EVENTS + EXTRA_EVENTS}"
+            )
         sub = Subscription(url=url, secret=secret, events=chosen)
         with self.lock:
             self.subscriptions.append(sub)

@@ -22,6 +22,7 @@ import asyncio
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from airflow_provider_docsign.exceptions import (
@@ -32,11 +33,14 @@ from airflow_provider_docsign.exceptions import (
     DocsignRateLimitError,
     DocsignServerError,
 )
+from airflow_provider_docsign.expiry import expired_recipients, mask_email
 from airflow_provider_docsign.models import TERMINAL_STATUSES, Envelope, EnvelopeStatus
 
 __all__ = [
     "EVENT_STATUSES",
+    "ON_EXPIRED",
     "EnvelopeState",
+    "Expiry",
     "Outcome",
     "Rejection",
     "Verdict",
@@ -54,6 +58,15 @@ Outcome = Literal["success", "failure", "waiting"]
 EVENT_STATUSES = ("success", "failure", "timeout", "error")
 
 _MAX_ID_LENGTH = 255
+
+#: What a wait does when a recipient's signing link has expired: ``fail`` at once, or keep ``wait``-ing.
+ON_EXPIRED = ("fail", "wait")
+
+#: How to renew an expired link, quoted in every expiry message.
+RENEW_HINT = (
+    "renew the link with DocsignRemindRecipientsOperator(envelope_id=..., only_expired=True) "
+    "(POST /envelope/redistribute), or cancel the envelope"
+)
 
 
 # --------------------------------------------------------------------------------------------- inputs
@@ -190,6 +203,38 @@ class Rejection:
 
 
 @dataclass(frozen=True)
+class Expiry:
+    """A recipient whose signing link has expired (unsigned, not CC, ``expiresAt`` in the past).
+
+    :param recipient_id: The recipient id.
+    :param role: ``SIGNER``, ``APPROVER``, ``VIEWER`` or ``ASSISTANT``.
+    :param email: The recipient's e-mail, masked (``e***@example.com``).
+    :param expires_at: When the link expired (the service's ISO timestamp).
+    """
+
+    recipient_id: int | str | None
+    role: str | None
+    email: str | None
+    expires_at: str | None
+
+    def describe(self) -> str:
+        """``recipient 41 (SIGNER, e***@peer.test), link expired at 2026-11-23T12:02:49.855Z``."""
+        return (
+            f"recipient {self.recipient_id} ({self.role or 'unknown role'}, {self.email or '(no e-mail)'}), "
+            f"link expired at {self.expires_at}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe form (the e-mail is already masked)."""
+        return {
+            "recipient_id": self.recipient_id,
+            "role": self.role,
+            "email": self.email,
+            "expires_at": self.expires_at,
+        }
+
+
+@dataclass(frozen=True)
 class EnvelopeState:
     """What one poll learned about one envelope (JSON-safe through :meth:`to_dict`).
 
@@ -199,6 +244,7 @@ class EnvelopeState:
     :param item_ids: The envelope item ids, in ``order``.
     :param deleted: Whether the envelope is gone (not returned) or soft-deleted (``deletedAt`` set).
     :param rejections: The recipients who rejected it.
+    :param expired: The recipients whose signing link has expired (the envelope stays PENDING).
     """
 
     envelope_id: str
@@ -207,6 +253,7 @@ class EnvelopeState:
     item_ids: tuple[str, ...] = ()
     deleted: bool = False
     rejections: tuple[Rejection, ...] = field(default=())
+    expired: tuple[Expiry, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form, as carried in trigger events."""
@@ -217,6 +264,7 @@ class EnvelopeState:
             "item_ids": list(self.item_ids),
             "deleted": self.deleted,
             "rejections": [r.to_dict() for r in self.rejections],
+            "expired": [e.to_dict() for e in self.expired],
         }
 
     def to_xcom(self) -> dict[str, Any]:
@@ -241,6 +289,7 @@ class EnvelopeState:
         completed_at = data.get("completed_at")
         item_ids = data.get("item_ids", [])
         rejections = data.get("rejections", [])
+        expired = data.get("expired", [])
         if not isinstance(envelope_id, str) or not envelope_id:
             raise ValueError("an envelope state has no envelope_id")
         if status is not None and not isinstance(status, str):
@@ -251,6 +300,8 @@ class EnvelopeState:
             raise ValueError(f"envelope {envelope_id}: item_ids must be a list of strings")
         if not isinstance(rejections, list) or not all(isinstance(r, Mapping) for r in rejections):
             raise ValueError(f"envelope {envelope_id}: rejections must be a list of mappings")
+        if not isinstance(expired, list) or not all(isinstance(e, Mapping) for e in expired):
+            raise ValueError(f"envelope {envelope_id}: expired must be a list of mappings")
         return cls(
             envelope_id=envelope_id,
             status=status,
@@ -266,6 +317,15 @@ class EnvelopeState:
                 )
                 for r in rejections
             ),
+            expired=tuple(
+                Expiry(
+                    recipient_id=e.get("recipient_id"),
+                    role=e.get("role"),
+                    email=e.get("email"),
+                    expires_at=e.get("expires_at"),
+                )
+                for e in expired
+            ),
         )
 
 
@@ -275,15 +335,21 @@ def _status_text(status: Any) -> str | None:
     return status.value if isinstance(status, EnvelopeStatus) else str(status)
 
 
-def snapshot(envelopes: Iterable[Envelope], envelope_ids: Sequence[str]) -> list[EnvelopeState]:
+def snapshot(
+    envelopes: Iterable[Envelope], envelope_ids: Sequence[str], *, now: datetime | None = None
+) -> list[EnvelopeState]:
     """One :class:`EnvelopeState` per requested id, in the requested order.
 
     ``POST /envelope/get-many`` silently leaves out ids it cannot find (deleted, or not visible to the
     key) instead of answering 404, so a requested id missing from the answer is a *deleted* state.
     A soft-deleted envelope (``deletedAt`` set) counts as deleted too.
 
+    A PENDING envelope whose unsigned, non-CC recipient has an ``expiresAt`` before ``now`` lists
+    that recipient in ``expired`` (the real service leaves such an envelope PENDING).
+
     :param envelopes: What the hook returned.
     :param envelope_ids: The ids that were asked for.
+    :param now: The time to judge expiry against (default: now, UTC).
     """
     by_id = {envelope.id: envelope for envelope in envelopes}
     states: list[EnvelopeState] = []
@@ -297,14 +363,22 @@ def snapshot(envelopes: Iterable[Envelope], envelope_ids: Sequence[str]) -> list
             for r in envelope.recipients
             if (r.signing_status or "").upper() == "REJECTED"
         )
+        status = _status_text(envelope.status)
+        expired: tuple[Expiry, ...] = ()
+        if status == EnvelopeStatus.PENDING.value:
+            expired = tuple(
+                Expiry(recipient_id=r.id, role=r.role, email=mask_email(r.email), expires_at=r.expires_at)
+                for r in expired_recipients(envelope.recipients, now)
+            )
         states.append(
             EnvelopeState(
                 envelope_id=envelope_id,
-                status=_status_text(envelope.status),
+                status=status,
                 completed_at=envelope.completed_at,
                 item_ids=tuple(item.id for item in envelope.items),
                 deleted=bool(envelope.deleted_at),
                 rejections=rejections,
+                expired=expired,
             )
         )
     return states
@@ -320,12 +394,15 @@ class Verdict:
     :param states: The states the decision was made from, in the requested order.
     :param problems: One line per failed envelope.
     :param message: A summary a person can act on.
+    :param expired: One entry per expired recipient that failed the wait (``on_expired="fail"``):
+        ``{"envelope_id", "recipient_id", "role", "email" (masked), "expires_at"}``.
     """
 
     outcome: Outcome
     states: tuple[EnvelopeState, ...]
     problems: tuple[str, ...]
     message: str
+    expired: tuple[dict[str, Any], ...] = ()
 
     @property
     def done(self) -> bool:
@@ -343,6 +420,7 @@ class Verdict:
             "envelope_ids": [s.envelope_id for s in self.states],
             "envelopes": [s.to_dict() for s in self.states],
             "message": self.message,
+            "expired": [dict(e) for e in self.expired],
         }
 
 
@@ -373,23 +451,50 @@ def _problem(state: EnvelopeState, target: str, failures: Sequence[str]) -> str 
     return None
 
 
-def evaluate(states: Sequence[EnvelopeState], target_status: str, failure_statuses: Sequence[str]) -> Verdict:
+def _expiry_problem(state: EnvelopeState) -> str | None:
+    if not state.expired or state.deleted or state.status != EnvelopeStatus.PENDING.value:
+        return None
+    who = "; ".join(e.describe() for e in state.expired)
+    return f"envelope {state.envelope_id} is PENDING but a signing link has expired: {who}"
+
+
+def evaluate(
+    states: Sequence[EnvelopeState],
+    target_status: str,
+    failure_statuses: Sequence[str],
+    on_expired: str = "fail",
+) -> Verdict:
     """Decide success, failure or waiting for one poll over ``states``.
 
     :param states: One state per requested envelope (see :func:`snapshot`).
     :param target_status: The status every envelope must reach.
     :param failure_statuses: Statuses that fail at once. Any other terminal status that is not the
         target fails too, because it can never change again.
+    :param on_expired: ``"fail"`` (default): a PENDING envelope with an expired signing link fails
+        the wait at once, since it cannot complete until the link is renewed. ``"wait"``: keep
+        waiting (for teams whose escalation DAG renews links).
     """
     states = tuple(states)
-    problems = tuple(p for p in (_problem(s, target_status, failure_statuses) for s in states) if p)
+    if on_expired not in ON_EXPIRED:
+        raise ValueError(f"on_expired must be one of {list(ON_EXPIRED)}, got {on_expired!r}")
+    problems = [p for p in (_problem(s, target_status, failure_statuses) for s in states) if p]
+    expired: list[dict[str, Any]] = []
+    if on_expired == "fail":
+        for state in states:
+            text = _expiry_problem(state)
+            if text:
+                problems.append(text)
+                expired += [{"envelope_id": state.envelope_id, **e.to_dict()} for e in state.expired]
     total = len(states)
     if problems:
         head = (
             f"{len(problems)} of {total} envelope(s) can no longer reach {target_status}; "
             "retrying will not help"
         )
-        return Verdict("failure", states, problems, head + ":\n  - " + "\n  - ".join(problems))
+        message = head + ":\n  - " + "\n  - ".join(problems)
+        if expired:
+            message += f"\nTo go on: {RENEW_HINT}."
+        return Verdict("failure", states, tuple(problems), message, tuple(expired))
     reached = sum(1 for s in states if s.status == target_status)
     if total and reached == total:
         return Verdict("success", states, (), f"all {total} envelope(s) reached {target_status}")

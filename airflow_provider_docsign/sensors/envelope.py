@@ -17,8 +17,10 @@ from airflow_provider_docsign._compat import (
     PokeReturnValue,
     conf,
 )
+from airflow_provider_docsign.exceptions import DocsignRecipientExpiredError
 from airflow_provider_docsign.sensors._evaluate import (
     EVENT_STATUSES,
+    ON_EXPIRED,
     EnvelopeState,
     Verdict,
     classify_error,
@@ -41,6 +43,13 @@ __all__ = ["DocsignEnvelopeSensor"]
 _DEFERRAL_GRACE = 60.0
 
 
+class RecipientExpiredFailure(DocsignRecipientExpiredError, AirflowFailException):
+    """:class:`DocsignRecipientExpiredError` that also tells Airflow not to retry the task.
+
+    A retry would find the same expired link; renewing it is a decision (remind, or cancel).
+    """
+
+
 class DocsignEnvelopeSensor(BaseSensorOperator):
     """Wait until one or many envelopes reach ``target_status`` (by default ``COMPLETED``).
 
@@ -56,6 +65,13 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
       recipient and their ``rejectionReason``. A refused API key (401/403) also fails at once.
     - **Not yet** on transient errors (429, 5xx, timeouts, dropped connections) that remain after the
       hook's own retries with backoff: the next poke tries again.
+    - **Expired signing links fail at once** (``on_expired="fail"``, the default): on the real service
+      an envelope whose signer's link expired stays PENDING forever, so the sensor checks each
+      unsigned, non-CC recipient's ``expiresAt`` at every poll (no extra request) and raises
+      :class:`~airflow_provider_docsign.exceptions.DocsignRecipientExpiredError` naming each such
+      envelope and recipient (id, role, masked e-mail, when it expired) and how to renew the link
+      (:class:`~airflow_provider_docsign.operators.DocsignRemindRecipientsOperator`).
+      ``on_expired="wait"`` keeps waiting, for teams whose escalation DAG renews links.
     - ``soft_fail=True`` turns those failures and the timeout into a skip; ``mode="reschedule"`` frees
       the worker slot between pokes.
     - ``deferrable=True`` pokes once, then hands the wait to
@@ -70,6 +86,8 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
         XCom of a mapped create task (``create.output``). Pass exactly one of the two.
     :param target_status: The status every envelope must reach.
     :param failure_statuses: Statuses that fail the task at once.
+    :param on_expired: ``"fail"`` (default) or ``"wait"``: what to do when a recipient's signing link
+        has expired while the envelope is PENDING.
     :param docsign_conn_id: The Airflow connection of type ``docsign``.
     :param deferrable: Wait in the triggerer instead of a worker (default: the
         ``[operators] default_deferrable`` setting).
@@ -89,6 +107,7 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
         envelope_ids: Any = None,
         target_status: str = "COMPLETED",
         failure_statuses: Sequence[str] = ("REJECTED", "CANCELLED"),
+        on_expired: str = "fail",
         docsign_conn_id: str = "docsign_default",
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         poke_interval: float | timedelta = 60,
@@ -106,6 +125,9 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
         self.envelope_ids = envelope_ids
         # Checked now, so a typo fails when the DAG is parsed rather than days later.
         self.target_status, self.failure_statuses = normalize_statuses(target_status, failure_statuses)
+        if on_expired not in ON_EXPIRED:
+            raise ValueError(f"DocsignEnvelopeSensor: on_expired must be one of {list(ON_EXPIRED)}")
+        self.on_expired = on_expired
         self.docsign_conn_id = docsign_conn_id
         self.deferrable = deferrable
 
@@ -127,6 +149,8 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
     def _apply(self, verdict: Verdict) -> list[dict[str, Any]] | None:
         """Raise on failure, return the XCom value on success, ``None`` while waiting."""
         if verdict.outcome == "failure":
+            if verdict.expired:
+                raise RecipientExpiredFailure(verdict.message, [dict(e) for e in verdict.expired])
             raise AirflowFailException(verdict.message)
         if verdict.outcome == "success":
             self.log.info("%s", verdict.message)
@@ -151,7 +175,7 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
                 describe_error(error),
             )
             return False
-        result = self._apply(evaluate(snapshot(envelopes, ids), target, failures))
+        result = self._apply(evaluate(snapshot(envelopes, ids), target, failures, self.on_expired))
         if result is None:
             return False
         return PokeReturnValue(is_done=True, xcom_value=result)
@@ -181,6 +205,7 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
                 docsign_conn_id=self.docsign_conn_id,
                 target_status=target,
                 failure_statuses=failures,
+                on_expired=self.on_expired,
                 poll_interval=float(self.poke_interval),
                 deadline=started + float(self.timeout),
             ),
@@ -215,7 +240,7 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
             raise AirflowFailException(f"{self.task_id}: malformed trigger event: {error}") from error
         if [s.envelope_id for s in states] != ids:
             raise AirflowFailException(f"{self.task_id}: the trigger's event does not cover every envelope")
-        verdict = evaluate(states, target, failures)
+        verdict = evaluate(states, target, failures, self.on_expired)
         if verdict.outcome != status:
             raise AirflowFailException(
                 f"{self.task_id}: the trigger reported {status!r} but its envelope states say "

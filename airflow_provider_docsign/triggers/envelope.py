@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import BaseTrigger, TriggerEvent
 from airflow_provider_docsign.sensors._evaluate import (
+    ON_EXPIRED,
     classify_error,
     describe_error,
     evaluate,
@@ -61,6 +62,9 @@ class DocsignEnvelopeTrigger(BaseTrigger):
     :param docsign_conn_id: The Airflow connection of type ``docsign``.
     :param target_status: The status every envelope must reach (default ``COMPLETED``).
     :param failure_statuses: Statuses that end the wait with a failure at once.
+    :param on_expired: ``"fail"`` (default): a PENDING envelope whose unsigned, non-CC recipient's
+        signing link has expired ends the wait with a ``"failure"`` event whose ``expired`` lists each
+        such recipient (no extra request: ``expiresAt`` comes with every read). ``"wait"``: keep waiting.
     :param poll_interval: Seconds between two polls.
     :param deadline: Absolute time (seconds since the epoch, UTC) after which a ``"timeout"`` event is
         yielded; ``None`` waits without limit.
@@ -73,6 +77,7 @@ class DocsignEnvelopeTrigger(BaseTrigger):
         docsign_conn_id: str = "docsign_default",
         target_status: str = "COMPLETED",
         failure_statuses: Sequence[str] = ("REJECTED", "CANCELLED"),
+        on_expired: str = "fail",
         poll_interval: float = 60.0,
         deadline: float | None = None,
     ) -> None:
@@ -80,6 +85,9 @@ class DocsignEnvelopeTrigger(BaseTrigger):
         self.envelope_ids = normalize_envelope_ids(envelope_ids=envelope_ids)
         self.docsign_conn_id = str(docsign_conn_id)
         self.target_status, self.failure_statuses = normalize_statuses(target_status, failure_statuses)
+        if on_expired not in ON_EXPIRED:
+            raise ValueError(f"on_expired must be one of {list(ON_EXPIRED)}, got {on_expired!r}")
+        self.on_expired = str(on_expired)
         self.poll_interval = max(float(poll_interval), MIN_POLL_INTERVAL)
         self.deadline = None if deadline is None else float(deadline)
 
@@ -92,6 +100,7 @@ class DocsignEnvelopeTrigger(BaseTrigger):
                 "docsign_conn_id": self.docsign_conn_id,
                 "target_status": self.target_status,
                 "failure_statuses": list(self.failure_statuses),
+                "on_expired": self.on_expired,
                 "poll_interval": self.poll_interval,
                 "deadline": self.deadline,
             },
@@ -180,7 +189,7 @@ class DocsignEnvelopeTrigger(BaseTrigger):
         if read.error is not None:
             return self._read_failed(read.error, count)
         states = snapshot(read.envelopes, self.envelope_ids)
-        verdict = evaluate(states, self.target_status, self.failure_statuses)
+        verdict = evaluate(states, self.target_status, self.failure_statuses, self.on_expired)
         self._last_states = [state.to_dict() for state in verdict.states]
         if verdict.done:
             self.log.info("Poll %d: %s", self._polls, verdict.message.splitlines()[0])

@@ -44,15 +44,18 @@ class DocsignWebhookEventTrigger(BaseEventTrigger):  # type: ignore[misc,valid-t
     nested JSON, an event not accepted (400) and an oversized body (413) are refused and trigger
     nothing. Header lines are capped at 8 KiB and the head at 32 KiB; over ``max_connections`` open
     connections a new one gets 503. Each event carries only ``envelope_id``, ``event``, ``status``,
-    ``time`` and ``rejection_reason``: the body (which holds every signer's signing token) is never
-    logged or passed on.
+    ``time``, ``rejection_reason`` and ``recipient_id`` (the recipient whose link expired, for
+    ``RECIPIENT_EXPIRED``): the body (which holds every signer's signing token) is never logged or
+    passed on.
 
     :param port: The TCP port to listen on (the subscription URL points here).
     :param host: The address to bind: loopback by default, or an interface the service can reach.
     :param secret_conn_id: An Airflow connection whose password is the subscription's secret (sent by
         the service in ``X-Documenso-Secret``). The secret is never a trigger argument, so it is not
         stored with the trigger or shown in the UI.
-    :param events: The webhook events accepted (default: completed, rejected, cancelled).
+    :param events: The webhook events accepted (default: completed, rejected, cancelled). Add
+        ``"RECIPIENT_EXPIRED"`` to hear about expired signing links (the envelope stays PENDING) and
+        ``"DOCUMENT_REMINDER_SENT"`` for reminders.
     :param max_body_bytes: Larger bodies are refused with 413 without being read.
     :param path: The request path deliveries are posted to, e.g. ``/hook`` (other paths get 404);
         ``None`` (default) accepts any path.

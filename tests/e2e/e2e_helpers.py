@@ -18,6 +18,7 @@ EXAMPLE_DAG_IDS = {
     "docsign_rejected_signer",
     "docsign_template_onboarding",
     "docsign_reconcile",
+    "docsign_stalled_contracts",
 }
 if AIRFLOW_V_3_0_PLUS:  # AssetWatcher (webhooks) exists from Airflow 3.0; the file defines no DAG on 2.11
     EXAMPLE_DAG_IDS.add("docsign_archive_on_completion")

@@ -196,3 +196,39 @@ def test_a_private_subscription_is_refused_until_the_instance_lists_its_host(
     ]
     # The refused delivery made no request at all; the allowed one arrived.
     assert [body["payload"]["envelopeId"] for _, body, _ in receiver.got] == [allowed_id]
+
+
+def test_expiry_and_reminder_webhooks_in_the_recorded_shape(
+    sandbox: SandboxServer,
+    docsign_conn: str,
+    make_pdf: Callable[..., Path],
+    receiver_factory: Callable[[list[int]], Receiver],
+) -> None:
+    from airflow_provider_docsign.webhook_events import parse_webhook
+
+    receiver = receiver_factory([])
+    sandbox.add_webhook(receiver.url, "s3cret-webhook", ["RECIPIENT_EXPIRED", "DOCUMENT_REMINDER_SENT"])
+    hook = DocsignHook()
+    envelope_id = hook.create_envelope(title="Expiring", files=[make_pdf()], recipients=numbered_signers(2))
+    hook.distribute_envelope(envelope_id)
+    second = hook.get_envelope(envelope_id).recipients[1].id
+    sandbox.expire(envelope_id, second)
+    hook.redistribute_envelope(envelope_id, [second])
+
+    log = _deliveries(sandbox, 2, lambda d: 200 in d["attempts"])
+    assert [d["event"] for d in log] == ["RECIPIENT_EXPIRED", "DOCUMENT_REMINDER_SENT"]
+    # The real service sends the whole document for both (no recording of these two events exists;
+    # the shape is the one every recorded delivery has).
+    recorded = json.loads((RECORDED / "webhook_DOCUMENT_SIGNED.json").read_text())
+    by_event = {body["event"]: body for _, body, _ in receiver.got}
+    for body in by_event.values():
+        assert set(body) == set(recorded)
+        assert set(body["payload"]) == set(recorded["payload"])
+        assert set(body["payload"]["recipients"][0]) == set(recorded["payload"]["recipients"][0])
+        assert body["payload"]["status"] == "PENDING"  # expiry never changes the status
+    expired = parse_webhook(json.dumps(by_event["RECIPIENT_EXPIRED"]).encode())
+    assert expired.recipient_id == second
+    assert expired.to_dict()["recipient_id"] == second
+    reminded = parse_webhook(json.dumps(by_event["DOCUMENT_REMINDER_SENT"]).encode())
+    assert reminded.event == "DOCUMENT_REMINDER_SENT"
+    assert reminded.recipient_id is None

@@ -147,6 +147,7 @@ def test_webhook_trigger_refuses_bad_input_and_yields_real_deliveries(
             "status": "COMPLETED",
             "time": completed_body["createdAt"],
             "rejection_reason": None,
+            "recipient_id": None,
         },
         {
             "envelope_id": rejected_body["payload"]["envelopeId"],
@@ -154,6 +155,7 @@ def test_webhook_trigger_refuses_bad_input_and_yields_real_deliveries(
             "status": "REJECTED",
             "time": rejected_body["createdAt"],
             "rejection_reason": "Terms not acceptable",
+            "recipient_id": None,
         },
     ]
     # The second trigger shares the listener and accepts rejections only.
@@ -222,4 +224,5 @@ def test_sandbox_webhooks_reach_the_trigger(
     assert by_id[ids[0]]["status"] == "COMPLETED"
     assert by_id[ids[1]]["event"] == "DOCUMENT_REJECTED"
     assert by_id[ids[1]]["rejection_reason"] == "Wrong price"
-    assert all(set(event) == {"envelope_id", "event", "status", "time", "rejection_reason"} for event in seen)
+    keys = {"envelope_id", "event", "status", "time", "rejection_reason", "recipient_id"}
+    assert all(set(event) == keys for event in seen)

@@ -161,6 +161,7 @@ def test_trigger_serialize_round_trips_through_json() -> None:
         docsign_conn_id="docsign_other",
         target_status="COMPLETED",
         failure_statuses=("REJECTED",),
+        on_expired="wait",
         poll_interval=5,
         deadline=1_900_000_000.5,
     )
@@ -176,6 +177,7 @@ def test_trigger_serialize_round_trips_through_json() -> None:
         "docsign_conn_id": "docsign_other",
         "target_status": "COMPLETED",
         "failure_statuses": ["REJECTED"],
+        "on_expired": "wait",
         "poll_interval": 5.0,
         "deadline": 1_900_000_000.5,
     }
