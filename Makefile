@@ -34,6 +34,7 @@ $(VENV2)/.installed: pyproject.toml Makefile
 
 # The demo's own venv: Airflow and the provider with the `sandbox` extra, nothing else (quietly).
 $(DEMO_VENV)/.installed: pyproject.toml Makefile
+	@echo "[demo] installing Airflow $(AIRFLOW3_VERSION) and the provider (sandbox extra) into $(DEMO_VENV)"
 	test -x $(DEMO_VENV)/bin/python || $(PYTHON) -m venv $(DEMO_VENV)
 	$(DEMO_VENV)/bin/python -m pip install --quiet --disable-pip-version-check uv
 	$(DEMO_VENV)/$(UV_INSTALL) -q --python $(DEMO_VENV)/bin/python \
@@ -108,7 +109,7 @@ system-test:
 	DOCSIGN_RUN_SYSTEM_TESTS=1 bash .ci/pytest.sh $(VENV) -m system tests/system
 
 demo: $(DEMO_VENV)/.installed
-	$(DEMO_VENV)/bin/python scripts/demo.py
+	@$(DEMO_VENV)/bin/python scripts/demo.py
 
 # The benchmarks' baselines (documenso-sdk, apache-airflow-providers-http) are the `bench` group.
 $(VENV)/.bench-installed: $(VENV)/.installed

@@ -41,6 +41,10 @@ AIRFLOW = [sys.executable, "-m", "airflow"]
 # Bounds for every subprocess: nothing in the demo can hang forever.
 MIGRATE_TIMEOUT = 600
 RUN_TIMEOUT = 600
+# Before anything imports airflow (the sandbox and signature checks below do, through the package):
+# on import Airflow creates $AIRFLOW_HOME, and its logs folder, defaulting to ~/airflow. The demo
+# writes nothing outside .demo/.
+os.environ["AIRFLOW_HOME"] = str(AIRFLOW_HOME)
 
 
 def airflow_env(base_url: str, api_key: str, fingerprints: list[str] | None = None) -> dict[str, str]:
