@@ -41,9 +41,9 @@ AIRFLOW = [sys.executable, "-m", "airflow"]
 # Bounds for every subprocess: nothing in the demo can hang forever.
 MIGRATE_TIMEOUT = 600
 RUN_TIMEOUT = 600
-# Before anything imports airflow (the sandbox and signature checks below do, through the package):
-# on import Airflow creates $AIRFLOW_HOME, and its logs folder, defaulting to ~/airflow. The demo
-# writes nothing outside .demo/.
+# Before anything imports airflow: on import Airflow creates $AIRFLOW_HOME/logs, by default under
+# ~/airflow. This process imports it too, when it checks the archived PDFs' signatures
+# (verify_pdf_signatures opens sources through ObjectStoragePath); the demo writes nothing outside .demo/.
 os.environ["AIRFLOW_HOME"] = str(AIRFLOW_HOME)
 
 
