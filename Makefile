@@ -76,11 +76,12 @@ typecheck: install
 
 # The pre-flight runs first, with the system Python (standard library only), before any install or
 # test: it installs the distributed group's Debian packages when it can, or stops within seconds.
-# Its output exports DOCSIGN_CHROMIUM, the browser the UI test drives.
+# Its output exports DOCSIGN_CHROMIUM, the browser the UI test drives. (Plain `make`, not $(MAKE):
+# in a one-shell recipe $(MAKE) would make `make -n test` run the whole suite.)
 test:
 	@found=$$($(PYTHON) scripts/stack.py preflight --browser --install) || exit $$?
 	eval "$$found"
-	$(MAKE) --no-print-directory lint typecheck || exit $$?
+	make --no-print-directory lint typecheck || exit $$?
 	echo "bash .ci/pytest.sh $(VENV)"
 	bash .ci/pytest.sh $(VENV)
 
