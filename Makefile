@@ -1,5 +1,5 @@
 # Two commands for users: `make demo` and `make test`. Both install what they need, idempotently,
-# on a fresh machine with Python 3.11, make and git (uv is installed into the venv with pip).
+# on a fresh machine with Python 3.10-3.12, make and git (uv is installed into each venv with pip).
 SHELL := /bin/bash
 .ONESHELL:
 .DEFAULT_GOAL := help
@@ -9,31 +9,53 @@ AIRFLOW3_VERSION ?= 3.3.2
 AIRFLOW2_VERSION ?= 2.11.2
 VENV ?= .venv
 VENV2 ?= .venv-af2
-EXTRAS := sandbox,preview,test
+DEMO_VENV ?= .demo/venv
+# User-facing extras; the development tools are the PEP 735 dependency groups of pyproject.toml.
+EXTRAS := sandbox,preview
+GROUPS := --group dev
 # The distributed stack (Celery, PostgreSQL driver, Playwright) is Airflow 3 only.
-EXTRAS3 := $(EXTRAS),stack
+GROUPS3 := $(GROUPS) --group stack
+UV_INSTALL = bin/uv pip install --compile-bytecode
 
 # Each venv is (re)installed only when pyproject.toml or this Makefile changes.
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check uv
-	$(VENV)/bin/uv pip install --python $(VENV)/bin/python --compile-bytecode \
-		"apache-airflow==$(AIRFLOW3_VERSION)" -e ".[$(EXTRAS3)]"
+	$(VENV)/$(UV_INSTALL) --python $(VENV)/bin/python \
+		"apache-airflow==$(AIRFLOW3_VERSION)" -e ".[$(EXTRAS)]" $(GROUPS3)
 	touch $@
 
 $(VENV2)/.installed: pyproject.toml Makefile
 	test -x $(VENV2)/bin/python || $(PYTHON) -m venv $(VENV2)
 	$(VENV2)/bin/python -m pip install --quiet --disable-pip-version-check uv
-	$(VENV2)/bin/uv pip install --python $(VENV2)/bin/python --compile-bytecode \
-		"apache-airflow==$(AIRFLOW2_VERSION)" -e ".[$(EXTRAS)]"
+	$(VENV2)/$(UV_INSTALL) --python $(VENV2)/bin/python \
+		"apache-airflow==$(AIRFLOW2_VERSION)" -e ".[$(EXTRAS)]" $(GROUPS)
 	touch $@
 
-.PHONY: help install install-airflow2 lint typecheck test test-airflow2 system-test demo bench clean stack stack-down bench-distributed
+# The demo's own venv: Airflow and the provider with the `sandbox` extra, nothing else (quietly).
+$(DEMO_VENV)/.installed: pyproject.toml Makefile
+	@echo "[demo] installing Airflow $(AIRFLOW3_VERSION) and the provider (sandbox extra) into $(DEMO_VENV)"
+	test -x $(DEMO_VENV)/bin/python || $(PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/python -m pip install --quiet --disable-pip-version-check uv
+	$(DEMO_VENV)/$(UV_INSTALL) -q --python $(DEMO_VENV)/bin/python \
+		"apache-airflow==$(AIRFLOW3_VERSION)" ".[sandbox]"
+	touch $@
+
+.PHONY: help install install-airflow2 lint typecheck test test-core test-airflow2 system-test demo dist \
+	bench clean stack stack-down bench-distributed
 
 help:
 	@echo "make demo           run the contract-signing pipeline end to end against the local sandbox"
-	@echo "make test           lint, type-check and run the test suite on Airflow $(AIRFLOW3_VERSION)"
-	@echo "make test-airflow2  run the same suite on Airflow $(AIRFLOW2_VERSION) (second venv)"
+	@echo "                    (its own venv in .demo/venv: Airflow and the provider's sandbox extra)"
+	@echo "make test           lint, type-check and run the whole suite on Airflow $(AIRFLOW3_VERSION); first checks"
+	@echo "                    PostgreSQL, Redis and Chromium (installs them with apt-get as root or with sudo)"
+	@echo "make test-core      the same without the distributed group: no PostgreSQL, Redis or Chromium needed"
+	@echo "make test-airflow2  run the suite (without the distributed group) on Airflow $(AIRFLOW2_VERSION) (.venv-af2)"
+	@echo "make install        create .venv: Airflow $(AIRFLOW3_VERSION), the provider (editable) and the dev tools"
+	@echo "make install-airflow2  the same on Airflow $(AIRFLOW2_VERSION) in .venv-af2"
+	@echo "make lint           ruff check and ruff format --check"
+	@echo "make typecheck      mypy (strict on the package)"
+	@echo "make dist           build the sdist and the wheel into dist/"
 	@echo "make bench          run the benchmarks in bench/ (results in bench/results/)"
 	@echo "make system-test    run the system tests against a real Documenso (needs DOCSIGN_SYSTEM_URL and"
 	@echo "                    DOCSIGN_SYSTEM_API_KEY)"
@@ -41,11 +63,7 @@ help:
 	@echo "make stack-down     stop exactly the processes make stack started"
 	@echo "make bench-distributed  the bulk DAG at scale on the stack vs LocalExecutor (bench/results/)"
 	@echo "make docs           build the guides under docs/ into site/ (MkDocs, strict: a warning fails)"
-	@echo "make install        create .venv (Airflow $(AIRFLOW3_VERSION), the package editable, test tools)"
-	@echo "make install-airflow2  create .venv-af2 with Airflow $(AIRFLOW2_VERSION)"
-	@echo "make lint           ruff check and ruff format --check"
-	@echo "make typecheck      mypy (strict on the package)"
-	@echo "make clean          remove .demo/, site/ and the tools' caches"
+	@echo "make clean          remove .demo/, dist/, site/ and the tools' caches (not the venvs)"
 
 install: $(VENV)/.installed
 install-airflow2: $(VENV2)/.installed
@@ -57,12 +75,29 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy
 
-test: lint typecheck
+# The pre-flight runs first, with the system Python (standard library only), before any install or
+# test: it installs the distributed group's Debian packages when it can, or stops within seconds.
+# Its output exports DOCSIGN_CHROMIUM, the browser the UI test drives. (Plain `make`, not $(MAKE):
+# in a one-shell recipe $(MAKE) would make `make -n test` run the whole suite.)
+test:
+	@found=$$($(PYTHON) scripts/stack.py preflight --browser --install) || exit $$?
+	eval "$$found"
+	make --no-print-directory lint typecheck || exit $$?
+	echo "bash .ci/pytest.sh $(VENV)"
 	bash .ci/pytest.sh $(VENV)
+
+# Everything but the distributed group: needs neither PostgreSQL, Redis nor Chromium, nor the network.
+test-core: lint typecheck
+	bash .ci/pytest.sh $(VENV) -m "not distributed"
 
 # The distributed stack runs Airflow $(AIRFLOW3_VERSION); on 2.11 its tests are deselected, not skipped.
 test-airflow2: install-airflow2
 	bash .ci/pytest.sh $(VENV2) -m "not distributed"
+
+dist: install
+	rm -rf dist
+	$(VENV)/bin/uv build --quiet --out-dir dist
+	ls -1 dist
 
 # Opt-in: the `system` group against a real Documenso instance. Everything it creates is deleted at the end.
 system-test:
@@ -75,13 +110,13 @@ system-test:
 	$(MAKE) --no-print-directory install
 	DOCSIGN_RUN_SYSTEM_TESTS=1 bash .ci/pytest.sh $(VENV) -m system tests/system
 
-demo: install
-	$(VENV)/bin/python scripts/demo.py
+demo: $(DEMO_VENV)/.installed
+	@$(DEMO_VENV)/bin/python scripts/demo.py
 
-# The benchmarks' baselines (documenso-sdk, apache-airflow-providers-http) come with the `bench` extra.
+# The benchmarks' baselines (documenso-sdk, apache-airflow-providers-http) are the `bench` group.
 $(VENV)/.bench-installed: $(VENV)/.installed
-	$(VENV)/bin/uv pip install --python $(VENV)/bin/python --compile-bytecode \
-		"apache-airflow==$(AIRFLOW3_VERSION)" -e ".[$(EXTRAS3),bench]"
+	$(VENV)/$(UV_INSTALL) --python $(VENV)/bin/python \
+		"apache-airflow==$(AIRFLOW3_VERSION)" -e ".[$(EXTRAS)]" $(GROUPS3) --group bench
 	touch $@
 
 bench: $(VENV)/.bench-installed
@@ -103,4 +138,4 @@ docs: install
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 clean:
-	rm -rf .demo site .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .demo dist site .pytest_cache .mypy_cache .ruff_cache

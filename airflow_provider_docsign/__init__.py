@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = ["__version__", "get_provider_info"]
 
@@ -59,7 +59,13 @@ def get_provider_info() -> dict[str, Any]:
         "triggers": [
             {
                 "integration-name": "Docsign",
-                "python-modules": ["airflow_provider_docsign.triggers.envelope"],
+                # webhook: Airflow 3 only. On 2.11 importing it raises ImportError; Airflow's
+                # providers manager lists trigger modules without importing them, so discovery works
+                # on both (tests/unit/test_provider_info.py runs `airflow providers triggers`).
+                "python-modules": [
+                    "airflow_provider_docsign.triggers.envelope",
+                    "airflow_provider_docsign.triggers.webhook",
+                ],
             }
         ],
         "extra-links": ["airflow_provider_docsign.links.DocsignEnvelopeLink"],
@@ -68,11 +74,17 @@ def get_provider_info() -> dict[str, Any]:
                 "connection-type": "docsign",
                 "hook-class-name": "airflow_provider_docsign.hooks.docsign.DocsignHook",
                 "hook-name": "Docsign (Documenso)",
+                # The port is shown, not hidden: Airflow 3.3.0-3.3.2's Test button sends
+                # `"port": 0` for a connection stored without one and its API answers 400 "The host or
+                # port to test differs" before the hook runs (apache/airflow#73298). A provider
+                # cannot give a standard field a default value, only a label and a placeholder; with
+                # the port filled in, the button sends the stored port and the test runs.
                 "ui-field-behaviour": {
-                    "hidden-fields": ["schema", "port", "login"],
-                    "relabeling": {"host": "Base URL", "password": "API key"},
+                    "hidden-fields": ["schema", "login"],
+                    "relabeling": {"host": "Base URL", "password": "API key", "port": "Port (443 for https)"},
                     "placeholders": {
                         "host": "https://app.documenso.com/api/v2",
+                        "port": "443",
                         "password": "api_xxxxxxxxxxxxxxxx",
                         "extra": '{"timeout": 30, "verify": true, "web_url": "https://app.documenso.com"}',
                     },

@@ -41,6 +41,10 @@ AIRFLOW = [sys.executable, "-m", "airflow"]
 # Bounds for every subprocess: nothing in the demo can hang forever.
 MIGRATE_TIMEOUT = 600
 RUN_TIMEOUT = 600
+# Before anything imports airflow: on import Airflow creates $AIRFLOW_HOME/logs, by default under
+# ~/airflow. This process imports it too, when it checks the archived PDFs' signatures
+# (verify_pdf_signatures opens sources through ObjectStoragePath); the demo writes nothing outside .demo/.
+os.environ["AIRFLOW_HOME"] = str(AIRFLOW_HOME)
 
 
 def airflow_env(base_url: str, api_key: str, fingerprints: list[str] | None = None) -> dict[str, str]:

@@ -16,6 +16,12 @@ a recycled PID is never signalled) in ``.stack/stack.json``. ``python scripts/st
 exactly those processes and removes the temp directory. A missing ``postgresql`` or ``redis-server``
 is reported with the ``apt-get`` command before anything starts; a component that fails to start
 stops everything started so far. The tests (``-m distributed``) use the same :class:`Stack`.
+
+``python scripts/stack.py preflight --browser --install`` is ``make test``'s pre-flight (standard
+library only, so it runs before any venv exists): it checks PostgreSQL, Redis and Chromium, installs
+the missing ones with one ``apt-get install`` when root or with passwordless sudo, and prints the
+``export`` lines (``DOCSIGN_CHROMIUM``, the browser the tests drive); otherwise it exits 2 naming what
+is missing, the install command and ``make test-core``.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import glob
 import json
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -33,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -47,7 +55,6 @@ WORK_BUCKET, ARCHIVE_BUCKET = "docsign-work", "docsign-archive"
 WORKERS = ("worker1", "worker2")
 STARTUP_TIMEOUT = 180.0
 STOP_TIMEOUT = 20.0
-APT_HINT = "sudo apt-get update && sudo apt-get install -y postgresql redis-server"
 # A module the components import as their hostname callable: the workers' recorded hostnames differ,
 # as they would on two hosts (all processes really run on this machine).
 HOSTNAME_MODULE = '''"""Hostname callable of the docsign stack (one name per component)."""
@@ -60,8 +67,39 @@ def hostname() -> str:
 '''
 
 
+# Overrides, for machines with the binaries elsewhere and for the pre-flight's own tests:
+# where Debian's PostgreSQL versions live, and the browser to drive (the pre-flight exports it).
+POSTGRESQL_ROOT_ENV = "DOCSIGN_POSTGRESQL_ROOT"
+CHROMIUM_ENV = "DOCSIGN_CHROMIUM"
+APT_LOG = Path(tempfile.gettempdir()) / "docsign-apt-get.log"
+
+
+def apt_hint(packages: list[str]) -> str:
+    """The command that installs ``packages`` from Debian."""
+    return f"sudo apt-get update && sudo apt-get install -y {' '.join(packages)}"
+
+
+APT_HINT = apt_hint(["postgresql", "redis-server"])
+
+
 class StackError(RuntimeError):
     """A prerequisite is missing or a component did not start."""
+
+
+@dataclass(frozen=True)
+class Prerequisites:
+    """Where the system binaries the stack (and its browser test) use were found."""
+
+    bindir: Path
+    redis: str
+    chromium: str | None = None
+
+    def exports(self) -> str:
+        """Shell ``export`` lines for ``make test``: the browser's path comes from here."""
+        lines = [f"export {POSTGRESQL_ROOT_ENV}={shlex.quote(str(self.bindir.parent.parent))}"]
+        if self.chromium:
+            lines.append(f"export {CHROMIUM_ENV}={shlex.quote(self.chromium)}")
+        return "\n".join(lines)
 
 
 def _free_port() -> int:
@@ -70,39 +108,134 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _find_postgres_bindir() -> Path | None:
+    root = os.environ.get(POSTGRESQL_ROOT_ENV) or "/usr/lib/postgresql"
+    found = [Path(p) for p in glob.glob(os.path.join(root, "*", "bin", "initdb"))]
+    versions = sorted(
+        (p for p in found if p.parent.parent.name.isdigit()), key=lambda p: int(p.parent.parent.name)
+    )
+    if versions:
+        return versions[-1].parent
+    if os.environ.get(POSTGRESQL_ROOT_ENV) is None:
+        on_path = shutil.which("initdb")
+        if on_path:
+            return Path(on_path).parent
+    return None
+
+
+def _find_chromium() -> str | None:
+    configured = os.environ.get(CHROMIUM_ENV)
+    if configured:
+        return configured if os.access(configured, os.X_OK) else None
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def missing_packages(browser: bool = False) -> list[str]:
+    """The Debian packages of the prerequisites that are not installed (Chromium only if ``browser``)."""
+    missing = []
+    if _find_postgres_bindir() is None:
+        missing.append("postgresql")
+    if shutil.which("redis-server") is None:
+        missing.append("redis-server")
+    if browser and _find_chromium() is None:
+        missing.append("chromium")
+    return missing
+
+
+def _names(missing: list[str]) -> str:
+    return " and ".join([", ".join(missing[:-1]), missing[-1]] if len(missing) > 1 else missing)
+
+
+def _not_installed(missing: list[str]) -> str:
+    verb = "is" if len(missing) == 1 else "are"
+    return f"{_names(missing)} {verb} not installed. Install with: {apt_hint(missing)}"
+
+
 def postgres_bindir() -> Path:
     """The directory of Debian's ``initdb``/``postgres`` (newest version), or a clear error."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
-    if found:
-        return Path(found[-1]).parent
-    on_path = shutil.which("initdb")
-    if on_path:
-        return Path(on_path).parent
-    raise StackError(f"postgresql is not installed (no initdb found). Install it with: {APT_HINT}")
+    found = _find_postgres_bindir()
+    if found is None:
+        raise StackError(_not_installed(["postgresql"]))
+    return found
 
 
 def redis_server() -> str:
     """The ``redis-server`` binary, or a clear error."""
     found = shutil.which("redis-server")
     if not found:
-        raise StackError(f"redis-server is not installed. Install it with: {APT_HINT}")
+        raise StackError(_not_installed(["redis-server"]))
     return found
 
 
-def preflight() -> tuple[Path, str]:
-    """Check both system prerequisites before anything starts; name every missing one."""
-    errors, bindir, redis = [], None, None
+def chromium() -> str:
+    """The Chromium binary the browser test drives (``$DOCSIGN_CHROMIUM`` or ``chromium`` on PATH)."""
+    found = _find_chromium()
+    if not found:
+        configured = os.environ.get(CHROMIUM_ENV)
+        if configured:
+            raise StackError(f"{CHROMIUM_ENV}={configured} is not an executable file")
+        raise StackError(_not_installed(["chromium"]))
+    return found
+
+
+def preflight(browser: bool = False) -> Prerequisites:
+    """Check every system prerequisite before anything starts; name every missing one in one message.
+
+    :param browser: Also check for Chromium (the browser test of ``make test``; ``make stack`` does
+        not need it).
+    """
+    missing = missing_packages(browser)
+    if missing:
+        raise StackError(_not_installed(missing))
+    return Prerequisites(postgres_bindir(), redis_server(), chromium() if browser else None)
+
+
+def _installer() -> list[str] | None:
+    """The prefix that runs apt-get as root: [] as root, ``sudo -n`` with passwordless sudo, else None."""
+    if os.geteuid() == 0:
+        return []
+    sudo = shutil.which("sudo")
+    if sudo is None:
+        return None
     try:
-        bindir = postgres_bindir()
-    except StackError as exc:
-        errors.append(str(exc))
-    try:
-        redis = redis_server()
-    except StackError as exc:
-        errors.append(str(exc))
-    if errors or bindir is None or redis is None:
-        raise StackError("\n".join(errors))
-    return bindir, redis
+        ok = subprocess.run([sudo, "-n", "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return [sudo, "-n"] if ok else None
+
+
+def ensure(browser: bool = True, install: bool = True, what: str = "make test") -> Prerequisites:
+    """``make test``'s pre-flight: find the prerequisites, installing the missing ones when it can.
+
+    As root or with passwordless sudo the missing Debian packages are installed with one
+    ``apt-get install`` (after ``apt-get update``), saying so in one line. Otherwise, within seconds,
+    :class:`StackError` names exactly what is missing, the command that installs it, and
+    ``make test-core`` (every test but the ``distributed`` group) as the offline alternative.
+    """
+    missing = missing_packages(browser)
+    if not missing:
+        return preflight(browser)
+    prefix = _installer() if install else None
+    if prefix is None:
+        raise StackError(
+            f"{what}: the distributed tests need {_names(missing)} (Debian packages), not installed here.\n"
+            f"  Install: {apt_hint(missing)}\n"
+            "  Or run every other test without them: make test-core"
+        )
+    print(
+        f"[{what}] installing {' '.join(missing)} from Debian with apt-get, for the distributed tests "
+        f"(log: {APT_LOG})",
+        file=sys.stderr,
+        flush=True,
+    )
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    with open(APT_LOG, "wb") as log:
+        for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", *missing]):
+            done = subprocess.run([*prefix, *cmd], env=env, stdout=log, stderr=subprocess.STDOUT)
+            if done.returncode != 0:
+                tail = APT_LOG.read_text(errors="replace")[-2000:]
+                raise StackError(f"{what}: {' '.join(cmd)} failed (exit {done.returncode}):\n{tail}")
+    return preflight(browser)
 
 
 def _start_time(pid: int) -> float | None:
@@ -405,7 +538,11 @@ class Stack:
 
     def start(self) -> Stack:
         """Start every component; on any failure stop what was started and raise :class:`StackError`."""
-        self.bindir, redis = (None, "") if self.local else preflight()
+        if self.local:
+            self.bindir, redis = None, ""
+        else:
+            found = preflight()
+            self.bindir, redis = found.bindir, found.redis
         for folder in ("logs", "support", "airflow-home", "sandbox"):
             (self.base / folder).mkdir(parents=True, exist_ok=True)
         (self.base / "support" / "docsign_stack_host.py").write_text(HOSTNAME_MODULE)
@@ -644,11 +781,30 @@ def up() -> int:
     return 0
 
 
+def check(install: bool, browser: bool) -> int:
+    """``preflight``: print the ``export`` lines of the prerequisites, or one message and exit 2."""
+    try:
+        found = ensure(browser=browser, install=install)
+    except StackError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    print(found.exports())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``up`` or ``down``."""
+    """``up``, ``down`` or ``preflight``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=["up", "down"])
+    parser.add_argument("command", choices=["up", "down", "preflight"])
+    parser.add_argument(
+        "--install",
+        action="store_true",
+        help="preflight: install what is missing with apt-get when root or with passwordless sudo",
+    )
+    parser.add_argument("--browser", action="store_true", help="preflight: Chromium is needed too")
     args = parser.parse_args(argv)
+    if args.command == "preflight":
+        return check(args.install, args.browser)
     return up() if args.command == "up" else down()
 
 

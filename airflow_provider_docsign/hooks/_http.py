@@ -109,6 +109,9 @@ def parse_timeout(value: Any) -> tuple[float, float]:
     return (number, number)
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
 def build_base_url(
     host: str | None, *, port: int | None = None, schema: str | None = None, scheme: str | None = None
 ) -> str:
@@ -130,7 +133,13 @@ def build_base_url(
     if not parts.hostname:
         raise DocsignError("the connection's base URL has no host name")
     netloc = parts.netloc.rsplit("@", 1)[-1]  # never keep credentials embedded in the URL
-    if port and parts.port is None:
+    if port and parts.port is not None and int(port) != parts.port:
+        raise DocsignError(
+            f"the connection's port {int(port)} differs from the port {parts.port} in its base URL: "
+            "give the same one, or leave the port empty"
+        )
+    # The form's Port field (Airflow 3.3's Test button needs one) may repeat the scheme's default port.
+    if port and parts.port is None and int(port) != _DEFAULT_PORTS[parts.scheme]:
         netloc = f"{netloc}:{int(port)}"
     path = parts.path.rstrip("/")
     if not path and schema:

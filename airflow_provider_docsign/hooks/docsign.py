@@ -26,6 +26,9 @@ Connection (type ``docsign``)
 
       AIRFLOW_CONN_DOCSIGN_DEFAULT='docsign://:api_...@127.0.0.1:8000/api%2Fv2?scheme=http&timeout=30'
 
+* ``port``: optional; the UI form shows it because Airflow 3.3.0-3.3.2's *Test* button refuses a
+  connection stored without one (apache/airflow#73298). The scheme's default port (443, 80) or the
+  base URL's own port changes nothing; a different port in the URL and the field is an error.
 * ``password``: the team API key, sent as the ``Authorization`` header. It never appears in logs,
   exceptions or ``repr``.
 * extras: ``timeout`` (seconds or ``[connect, read]``), ``verify`` (bool or CA bundle path),

@@ -36,10 +36,20 @@ KEY = "api_unitsecretkey0001"
         ("http://127.0.0.1:8000/api/v2", {}, "http://127.0.0.1:8000/api/v2"),
         ("127.0.0.1", {"port": 8000, "schema": "api/v2", "scheme": "http"}, "http://127.0.0.1:8000/api/v2"),
         ("https://user:pw@host.example.com", {}, "https://host.example.com/api/v2"),
+        # The UI form's Port field: the scheme's default port changes nothing, the URL's own port is
+        # accepted again, another port is appended.
+        ("https://app.documenso.com/api/v2", {"port": 443}, "https://app.documenso.com/api/v2"),
+        ("http://127.0.0.1:8000/api/v2", {"port": 8000}, "http://127.0.0.1:8000/api/v2"),
+        ("https://sign.example.com/api/v2", {"port": 8443}, "https://sign.example.com:8443/api/v2"),
     ],
 )
 def test_build_base_url(host: str | None, kwargs: dict, expected: str) -> None:
     assert build_base_url(host, **kwargs) == expected
+
+
+def test_build_base_url_refuses_a_port_that_contradicts_the_url() -> None:
+    with pytest.raises(DocsignError, match="port 9000 differs from the port 8000 in its base URL"):
+        build_base_url("http://127.0.0.1:8000/api/v2", port=9000)
 
 
 def test_build_base_url_rejects_other_schemes() -> None:
@@ -146,6 +156,7 @@ def test_hook_class_attributes() -> None:
     assert DocsignHook.conn_type == "docsign"
     behaviour = DocsignHook.get_ui_field_behaviour()
     assert "login" in behaviour["hidden_fields"]
+    assert "port" not in behaviour["hidden_fields"]
     assert behaviour["relabeling"]["password"] == "API key"
     assert isinstance(DocsignHook.get_connection_form_widgets(), dict)
 

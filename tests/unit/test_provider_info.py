@@ -11,6 +11,7 @@ from pathlib import Path
 
 import airflow
 import jsonschema
+import pytest
 
 from airflow_provider_docsign import __version__, get_provider_info
 from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS
@@ -44,11 +45,36 @@ def test_entry_point_is_registered() -> None:
     assert ours[0].load()() == get_provider_info()
 
 
+def test_version_is_one_everywhere() -> None:
+    """0.2.0 in ``__version__``, the provider info, the distribution and the CHANGELOG's dated entry."""
+    assert __version__ == "0.2.0"
+    assert get_provider_info()["versions"] == [__version__]
+    changelog = (Path(__file__).resolve().parents[2] / "CHANGELOG.md").read_text()
+    headings = [line for line in changelog.splitlines() if line.startswith("## ")]
+    assert headings[:2] == ["## [Unreleased]", f"## [{__version__}] - 2026-11-23"]
+
+
+def test_every_trigger_module_is_listed() -> None:
+    (entry,) = get_provider_info()["triggers"]
+    assert entry["python-modules"] == [
+        "airflow_provider_docsign.triggers.envelope",
+        "airflow_provider_docsign.triggers.webhook",
+    ]
+    package = Path(__file__).resolve().parents[2] / "airflow_provider_docsign" / "triggers"
+    on_disk = {f"airflow_provider_docsign.triggers.{p.stem}" for p in package.glob("[!_]*.py")}
+    assert set(entry["python-modules"]) == on_disk
+
+
 def test_every_named_class_and_module_imports() -> None:
     info = get_provider_info()
     for section in ("hooks", "operators", "sensors", "triggers"):
         for entry in info[section]:
             for module in entry["python-modules"]:
+                if module.endswith(".webhook") and not AIRFLOW_V_3_0_PLUS:
+                    # Airflow 2.11 has no event-driven scheduling: the import says so.
+                    with pytest.raises(ImportError, match="AssetWatcher"):
+                        importlib.import_module(module)
+                    continue
                 importlib.import_module(module)
     for link in info["extra-links"]:
         assert isinstance(_import_dotted(link), type)
@@ -61,8 +87,10 @@ def test_every_named_class_and_module_imports() -> None:
 def test_connection_form_declares_base_url_key_and_extras() -> None:
     (conn,) = get_provider_info()["connection-types"]
     behaviour = conn["ui-field-behaviour"]
-    assert set(behaviour["hidden-fields"]) == {"schema", "port", "login"}
+    # The port is shown: Airflow 3.3.2's Test button refuses a connection stored without one.
+    assert set(behaviour["hidden-fields"]) == {"schema", "login"}
     assert behaviour["placeholders"]["host"] == "https://app.documenso.com/api/v2"
+    assert behaviour["placeholders"]["port"] == "443"
     assert "password" in behaviour["relabeling"]
     assert {"timeout", "verify", "web_url", "signing_certificate_fingerprints"} <= set(conn["conn-fields"])
 
@@ -82,6 +110,20 @@ def test_airflow_cli_lists_the_docsign_connection_type() -> None:
     (ours,) = [h for h in hooks if h.get("connection_type") == "docsign"]
     assert ours["class"] == "airflow_provider_docsign.hooks.docsign.DocsignHook"
     assert ours["package_name"] == "airflow-provider-docsign"
+
+
+def test_airflow_cli_lists_both_triggers() -> None:
+    """`airflow providers triggers` (real discovery) lists both, on 2.11 too where webhook cannot import."""
+    out = subprocess.run(
+        [sys.executable, "-m", "airflow", "providers", "triggers", "-o", "json"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    ).stdout
+    (line,) = [ln for ln in out.splitlines() if ln.startswith('[{"')]
+    ours = sorted(t["class"] for t in json.loads(line) if t["package_name"] == "airflow-provider-docsign")
+    assert ours == ["airflow_provider_docsign.triggers.envelope", "airflow_provider_docsign.triggers.webhook"]
 
 
 def test_hook_module_imports_without_deprecation_warnings() -> None:
