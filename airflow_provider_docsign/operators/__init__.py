@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # give type checkers and IDEs the real classes; runtime impor
         DocsignCreateEnvelopeOperator,
         DocsignDistributeEnvelopeOperator,
     )
+    from airflow_provider_docsign.operators.export import DocsignExportEnvelopesOperator
     from airflow_provider_docsign.operators.folders import DocsignCreateFolderOperator
     from airflow_provider_docsign.operators.items import (
         DocsignAddEnvelopeItemsOperator,
@@ -45,6 +46,7 @@ _MODULES: dict[str, str] = {
     "DocsignAddFieldsOperator": "recipients",
     "DocsignRejectRecipientOperator": "recipients",
     "DocsignCreateFolderOperator": "folders",
+    "DocsignExportEnvelopesOperator": "export",
     "DocsignArchiveSignedDocumentsOperator": "archive",
     "DocsignFieldPreviewOperator": "preview",
     "DocsignCreateEnvelopeFromTemplateOperator": "templates",
@@ -64,6 +66,7 @@ __all__ = [
     "DocsignCreateTemplateOperator",
     "DocsignDeleteEnvelopeItemOperator",
     "DocsignDistributeEnvelopeOperator",
+    "DocsignExportEnvelopesOperator",
     "DocsignDuplicateTemplateOperator",
     "DocsignFieldPreviewOperator",
     "DocsignRejectRecipientOperator",
