@@ -146,10 +146,7 @@ def parse_ts(value: str | datetime | None) -> datetime | None:
     """Parse an ISO-8601 timestamp (``Z`` or an offset) to an aware UTC datetime; naive means UTC."""
     if value is None or value == "":
         return None
-    if isinstance(value, datetime):
-        dt = value
-    else:
-        dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    dt = value if isinstance(value, datetime) else datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     return dt.astimezone(timezone.utc)
@@ -257,8 +254,11 @@ class PiiPolicy:
         return f"PiiPolicy(mode={self.mode!r})"
 
     def apply(self, value: str | None, *, email: bool = False) -> str | None:
-        """The value as written under this policy. E-mails are lower-cased and trimmed first, so the
-        same person hashes the same way whatever the case they were typed in."""
+        """The value as written under this policy.
+
+        E-mails are lower-cased and trimmed first, so the same person hashes the same way whatever the
+        case they were typed in.
+        """
         if value is None or value == "":
             return value
         if self.mode == "keep":

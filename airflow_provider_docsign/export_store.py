@@ -50,7 +50,7 @@ _COPY_CHUNK = 1024 * 1024
 def require_pyarrow() -> Any:
     """Import pyarrow, or fail with the extra to install (checked at DAG parse time by the operator)."""
     try:
-        import pyarrow
+        import pyarrow  # type: ignore[import-untyped]
     except ImportError:
         raise ExportConfigError(
             "format='parquet' needs pyarrow: install the 'parquet' extra "
@@ -100,7 +100,7 @@ class _Sink:
         if fmt == "jsonl":
             self._file = path.open("wb")
         else:
-            import pyarrow.parquet as pq
+            import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
             self._writer = pq.ParquetWriter(str(path), parquet_schema(table), compression="zstd")
 
@@ -117,7 +117,7 @@ class _Sink:
     def _flush(self) -> None:
         if not self._buffer:
             return
-        import pyarrow as pa
+        import pyarrow as pa  # type: ignore[import-untyped]
 
         columns: dict[str, list[Any]] = {}
         for col in TABLES[self.table]:

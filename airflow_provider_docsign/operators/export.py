@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import Asset, get_connection, mask_secret
@@ -87,7 +87,7 @@ class DocsignExportEnvelopesOperator(DocsignBaseOperator):
         overlap: timedelta = timedelta(0),
         lookback: timedelta = timedelta(days=30),
         folder_ids: Sequence[str | None] | None = None,
-        format: str = "jsonl",  # noqa: A002 - the user-facing name
+        format: str = "jsonl",
         pii: str = "hash",
         read_sent_times: bool = False,
         asset: Any = None,
@@ -128,7 +128,9 @@ class DocsignExportEnvelopesOperator(DocsignBaseOperator):
         start, end = parse_ts(self.start), parse_ts(self.end)
         if start is None or end is None or not start < end:
             raise fail_now(
-                DocsignValidationError([f"start ({self.start!r}) must be before end ({self.end!r})"], "export")
+                DocsignValidationError(
+                    [f"start ({self.start!r}) must be before end ({self.end!r})"], "export"
+                )
             )
         window = Window(start=start - self.overlap, end=end, lookback=self.lookback)
         try:
@@ -229,7 +231,9 @@ class DocsignExportEnvelopesOperator(DocsignBaseOperator):
         """OpenLineage: the partitions written, each with a schema facet (see :mod:`..lineage`)."""
         from airflow_provider_docsign import lineage
 
-        return lineage.export_facets(self.partitions, {t: [c.name for c in TABLES[t]] for t in TABLES})
+        return lineage.export_facets(
+            self.partitions, {t: [(c.name, c.type) for c in TABLES[t]] for t in TABLES}
+        )
 
 
 def _destination(destination: Any) -> Any:

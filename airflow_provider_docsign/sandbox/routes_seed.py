@@ -25,7 +25,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..samples import write_sample_pdf
+from airflow_provider_docsign.samples import write_sample_pdf
+
 from .builders import new_field, new_meta, new_recipient
 from .common import authenticate, json_body, ok, state_of
 from .errors import ApiError

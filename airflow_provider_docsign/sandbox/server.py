@@ -315,8 +315,11 @@ class SandboxServer:
         return list(self._control("POST", "/seed", json={"envelopes": envelopes})["ids"])
 
     def set_times(self, envelope_id: str, **times: Any) -> None:
-        """Test-only: rewrite an envelope's ``createdAt``/``updatedAt``/``completedAt``, add a ``sentAt``
-        (a ``DOCUMENT_SENT`` audit entry) or set ``recipients=[{"id", "signedAt", "expiresAt"}]``."""
+        """Test-only: rewrite an envelope's timestamps.
+
+        ``createdAt``/``updatedAt``/``completedAt``; a ``sentAt`` adds a ``DOCUMENT_SENT`` audit
+        entry; ``recipients=[{"id", "signedAt", "expiresAt"}]`` sets recipients' times.
+        """
         self._control("POST", "/times", json={"envelopeId": envelope_id, **times})
 
     def add_webhook(self, url: str, secret: str, events: list[str] | None = None) -> dict[str, Any]:

@@ -68,11 +68,11 @@ class Store:
 
     def _index(self, kind: str, key: Any, obj: Obj) -> None:
         if kind in self._by_env:
-            self._by_env[kind].setdefault(obj.get("envelopeId"), {})[key] = None
+            self._by_env[kind].setdefault(str(obj.get("envelopeId")), {})[key] = None
 
     def _unindex(self, kind: str, key: Any, obj: Obj) -> None:
         if kind in self._by_env:
-            self._by_env[kind].get(obj.get("envelopeId"), {}).pop(key, None)
+            self._by_env[kind].get(str(obj.get("envelopeId")), {}).pop(key, None)
 
     def _children(self, kind: str, envelope_id: str) -> list[Obj]:
         objects = self.objects[kind]

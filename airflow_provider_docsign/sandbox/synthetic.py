@@ -59,7 +59,9 @@ def synthetic_envelopes(
                     "signingStatus": ("REJECTED" if status == "REJECTED" and j == 1 else "SIGNED")
                     if signed
                     else "NOT_SIGNED",
-                    "rejectionReason": f"Reason of person {person}" if status == "REJECTED" and j == 1 else None,
+                    "rejectionReason": f"Reason of person {person}"
+                    if status == "REJECTED" and j == 1
+                    else None,
                     "signedAt": _iso(ended) if signed else None,
                     "fields": [
                         {"type": "SIGNATURE", "page": 1, "customText": f"Person Number {person}"}

@@ -74,18 +74,25 @@ def test_one_day_exports_exactly_that_days_rows_within_the_request_bound(
     assert len(envelopes) == len(expected)
     recipients = read_rows(tmp_path, "recipients")
     fields = read_rows(tmp_path, "field_values")
-    assert len(recipients) == 2 * len(expected) and {r["envelope_id"] for r in recipients} == expected
-    assert len(fields) == 6 * len(expected) and {r["envelope_id"] for r in fields} == expected
-    assert result["rows"] == {"envelopes": len(expected), "recipients": 2 * len(expected), "field_values": 6 * len(expected)}
+    assert len(recipients) == 2 * len(expected)
+    assert {r["envelope_id"] for r in recipients} == expected
+    assert len(fields) == 6 * len(expected)
+    assert {r["envelope_id"] for r in fields} == expected
+    assert result["rows"] == {
+        "envelopes": len(expected),
+        "recipients": 2 * len(expected),
+        "field_values": 6 * len(expected),
+    }
     success = json.loads((tmp_path / "envelopes" / f"date={DAY}" / "_SUCCESS").read_text())
     assert success["rows"] == result["rows"]
 
     by_id = {s["id"]: s for s in specs}
     row = next(r for r in envelopes if r["status"] == "COMPLETED")
     spec = by_id[row["envelope_id"]]
-    assert row["completed_at"] == spec["completedAt"] and row["created_at"] == spec["createdAt"]
+    assert row["completed_at"] == spec["completedAt"]
+    assert row["created_at"] == spec["createdAt"]
     assert row["hours_created_to_completed"] > 0
-    assert [r["value"] for r in fields if r["type"] == "CHECKBOX"][0] in ("Basic", "Premium")
+    assert next(r["value"] for r in fields if r["type"] == "CHECKBOX") in ("Basic", "Premium")
 
     # Cost: one page per 100 listed (plus one partial page per folder), one get-many per 20 exported,
     # and the folder list. Listing stops at the lookback floor, so at most all 1,000 are listed.
@@ -98,7 +105,9 @@ def test_one_day_exports_exactly_that_days_rows_within_the_request_bound(
     assert all(r["method"] != "GET" or not r["path"].startswith("/envelope/envelope_") for r in log)
 
 
-def test_a_rerun_replaces_the_partition_with_byte_identical_files(conn: SandboxServer, tmp_path: Path) -> None:
+def test_a_rerun_replaces_the_partition_with_byte_identical_files(
+    conn: SandboxServer, tmp_path: Path
+) -> None:
     run_export(tmp_path)
     first = snapshot(tmp_path)
     (tmp_path / "envelopes" / f"date={DAY}" / "stale-from-an-old-run.jsonl").write_text("{}\n")
@@ -113,18 +122,23 @@ def test_hash_mode_leaves_no_email_name_or_free_text_and_hashes_people_stably(
     specs = seeded[1]
     run_export(tmp_path / "a")
     run_export(tmp_path / "b", start="2026-11-03T00:00:00Z", end="2026-11-04T00:00:00Z")
-    text = "\n".join(b.decode("utf-8") for b in {**snapshot(tmp_path / "a"), **snapshot(tmp_path / "b")}.values())
+    text = "\n".join(
+        b.decode("utf-8") for b in {**snapshot(tmp_path / "a"), **snapshot(tmp_path / "b")}.values()
+    )
     secrets = set()
     for spec in specs:
         for rec in spec["recipients"]:
             secrets |= {rec["email"], rec["name"]}
-            secrets |= {f["customText"] for f in rec["fields"] if f["type"] != "CHECKBOX" and "customText" in f}
+            secrets |= {
+                f["customText"] for f in rec["fields"] if f["type"] != "CHECKBOX" and "customText" in f
+            }
             if rec.get("rejectionReason"):
                 secrets.add(rec["rejectionReason"])
     assert any(s.startswith(FREE_TEXT_PREFIX) for s in secrets)
     leaked = sorted(s for s in secrets if s in text)
     assert leaked == []
-    assert api_key not in text and HASH_KEY not in text
+    assert api_key not in text
+    assert HASH_KEY not in text
 
     # The same person (same e-mail) on two days, exported by two runs, has one hash.
     def hashes(root: Path, day: str) -> dict[int, set[str]]:
@@ -140,16 +154,19 @@ def test_hash_mode_leaves_no_email_name_or_free_text_and_hashes_people_stably(
     shared = set(a) & set(b)
     assert shared
     for person in shared:
-        assert len(a[person]) == 1 and a[person] == b[person]
+        assert len(a[person]) == 1
+        assert a[person] == b[person]
         assert len(next(iter(a[person]))) == 64
 
 
 def test_drop_mode_nulls_personal_columns(conn: SandboxServer, tmp_path: Path) -> None:
     run_export(tmp_path, pii="drop")
     recipients = read_rows(tmp_path, "recipients")
-    assert {r["email"] for r in recipients} == {None} and {r["name"] for r in recipients} == {None}
+    assert {r["email"] for r in recipients} == {None}
+    assert {r["name"] for r in recipients} == {None}
     values = {r["type"]: r["value"] for r in read_rows(tmp_path, "field_values")}
-    assert values["TEXT"] is None and values["CHECKBOX"] in ("Basic", "Premium")
+    assert values["TEXT"] is None
+    assert values["CHECKBOX"] in ("Basic", "Premium")
 
 
 def test_hash_mode_without_a_key_fails_before_listing(
@@ -173,10 +190,15 @@ def test_given_folders_only_and_sent_times_from_the_audit_log(
     folder = next(s["folderId"] for s in specs if s["folderId"])
     run_export(tmp_path, folder_ids=[folder], read_sent_times=True, pii="drop")
     rows = read_rows(tmp_path, "envelopes")
-    assert {r["envelope_id"] for r in rows} == {s["id"] for s in specs if day_of(s) == DAY and s["folderId"] == folder}
+    assert {r["envelope_id"] for r in rows} == {
+        s["id"] for s in specs if day_of(s) == DAY and s["folderId"] == folder
+    }
     done = [r for r in rows if r["status"] == "COMPLETED"]
-    assert done and all(r["sent_at"] is not None for r in done)
-    assert all(abs(r["hours_created_to_completed"] - r["hours_sent_to_completed"] - 5 / 60) < 1e-6 for r in done)
+    assert done
+    assert all(r["sent_at"] is not None for r in done)
+    assert all(
+        abs(r["hours_created_to_completed"] - r["hours_sent_to_completed"] - 5 / 60) < 1e-6 for r in done
+    )
 
 
 def test_parquet_has_the_documented_types(conn: SandboxServer, tmp_path: Path) -> None:
@@ -198,6 +220,9 @@ def test_parquet_has_the_documented_types(conn: SandboxServer, tmp_path: Path) -
         schema = pq.read_schema(path)
         assert [(f.name, f.type) for f in schema] == [(c.name, expected[c.type]) for c in columns]
     envelopes = pq.read_table(tmp_path / "envelopes" / f"date={DAY}" / "part-0000.parquet")
-    assert envelopes.num_rows == json.loads((tmp_path / "envelopes" / f"date={DAY}" / "_SUCCESS").read_text())["rows"]["envelopes"]
+    assert (
+        envelopes.num_rows
+        == json.loads((tmp_path / "envelopes" / f"date={DAY}" / "_SUCCESS").read_text())["rows"]["envelopes"]
+    )
     assert envelopes.column("created_at")[0].as_py().tzinfo is not None
     assert envelopes.column("created_at")[0].as_py() >= datetime(2026, 11, 2, tzinfo=timezone.utc)
