@@ -149,7 +149,12 @@ def parse_ts(value: str | datetime | None) -> datetime | None:
     dt = value if isinstance(value, datetime) else datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc)
+    dt = dt.astimezone(timezone.utc)
+    # A plain datetime: pendulum's DateTime (Airflow's context values) loses a datetime.timezone
+    # tzinfo in arithmetic, which would make "end - timedelta(...)" naive.
+    return datetime(
+        dt.year, dt.month, dt.day, dt.hour, dt.minute, dt.second, dt.microsecond, tzinfo=timezone.utc
+    )
 
 
 def format_ts(value: datetime | None) -> str | None:
