@@ -33,6 +33,7 @@ BENCHMARKS = [
     ("waiting", "bench_waiting.py", 300),
     ("http_provider", "bench_http_provider.py", 90),
     ("pipeline", "bench_pipeline.py", 180),
+    ("export", "bench_export.py", 420),
 ]
 DOCS = REPO_DIR / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- BEGIN RESULTS (bench/run_all.py --update-docs) -->", "<!-- END RESULTS -->"
