@@ -165,7 +165,7 @@ def main() -> None:
         f"Seeded {listed} envelopes through /_sandbox/seed in {seed_s:.0f} s (test-only bulk route).",
         f"Requests: naive / export = {baseline['requests'] / max(streamed['requests'], 1):.1f}x; "
         f"wall time: naive / export = {baseline['wall_s'] / max(streamed['wall_s'], 1e-9):.1f}x.",
-        "Both read the same listing; the export stops listing at its lookback floor (30 days before the day).",
+        "Both read the same listing; the export stops listing at its lookback floor (30 days back).",
     ]
     write_result(
         "export",

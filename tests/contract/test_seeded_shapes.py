@@ -45,6 +45,8 @@ def test_seeded_envelopes_validate_against_the_openapi_document(
     assert created == sorted(created, reverse=True)
     got = check("GET", "/envelope/{envelopeId}", f"/envelope/{ids[0]}")
     assert got["updatedAt"] == "2026-11-05T10:00:00.000Z"
-    check("POST", "/envelope/get-many", "/envelope/get-many", json={"ids": {"type": "envelopeId", "ids": ids}})
+    check(
+        "POST", "/envelope/get-many", "/envelope/get-many", json={"ids": {"type": "envelopeId", "ids": ids}}
+    )
     log = check("GET", "/envelope/{envelopeId}/audit-log", f"/envelope/{ids[0]}/audit-log")
     assert "2026-11-01T00:10:00.000Z" in [e["createdAt"] for e in log["data"] if e["type"] == "DOCUMENT_SENT"]
