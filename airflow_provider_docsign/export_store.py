@@ -38,7 +38,15 @@ from typing import IO, Any
 
 from airflow_provider_docsign.export import SCHEMA_VERSION, TABLES, ExportConfigError, jsonl_line, parse_ts
 
-__all__ = ["PART_NAME", "ROW_GROUP", "SUCCESS_NAME", "PartitionWriter", "parquet_schema", "require_pyarrow"]
+__all__ = [
+    "PART_NAME",
+    "ROW_GROUP",
+    "SUCCESS_NAME",
+    "PartitionWriter",
+    "parquet_schema",
+    "require_pyarrow",
+    "uri_of",
+]
 
 PART_NAME = "part-0000"
 SUCCESS_NAME = "_SUCCESS"
@@ -84,6 +92,20 @@ def _local_path(root: Any) -> Path | None:
     if protocol in ("", "file", "local"):
         return Path(str(getattr(root, "path", root)))
     return None
+
+
+def uri_of(path: Any) -> str:
+    """A path's URI for XCom, events and lineage: ``file://…`` or ``s3://bucket/key``.
+
+    Never the ``conn_id@`` that ``str(ObjectStoragePath)`` embeds.
+    """
+    local = _local_path(path)
+    if local is not None:
+        return f"file://{local.absolute().as_posix()}"
+    protocol = path.protocol
+    if isinstance(protocol, tuple | list):
+        protocol = protocol[0]
+    return f"{protocol}://{str(path.path).lstrip('/')}"
 
 
 class _Sink:
@@ -196,7 +218,7 @@ class PartitionWriter:
 
     def partition_uris(self) -> dict[str, str]:
         """The published partition directory of each table, as a URI or path string."""
-        return {table: str(self.root / table / f"date={self.date}") for table in TABLES}
+        return {table: uri_of(self.root / table / f"date={self.date}") for table in TABLES}
 
     def commit(self) -> dict[str, int]:
         """Close the staged files and publish the partition; return the row counts."""

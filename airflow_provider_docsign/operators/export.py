@@ -22,7 +22,7 @@ from airflow_provider_docsign.export import (
     select,
     sent_time,
 )
-from airflow_provider_docsign.export_store import PartitionWriter, require_pyarrow
+from airflow_provider_docsign.export_store import PartitionWriter, require_pyarrow, uri_of
 from airflow_provider_docsign.operators._base import PERMANENT_ERRORS, DocsignBaseOperator, fail_now
 
 if TYPE_CHECKING:
@@ -245,7 +245,9 @@ def _destination(destination: Any) -> Any:
 
 
 def _asset_uri(destination: Any) -> str:
+    if hasattr(destination, "protocol"):
+        return uri_of(destination).rstrip("/")
     text = str(destination)
     if "://" in text:
         return text.rstrip("/")
-    return "file://" + str(text).rstrip("/")
+    return uri_of(text).rstrip("/")

@@ -226,3 +226,26 @@ def test_parquet_has_the_documented_types(conn: SandboxServer, tmp_path: Path) -
     )
     assert envelopes.column("created_at")[0].as_py().tzinfo is not None
     assert envelopes.column("created_at")[0].as_py() >= datetime(2026, 11, 2, tzinfo=timezone.utc)
+
+
+def test_export_to_s3_replaces_the_partition_objects(
+    conn: SandboxServer, make_s3_bucket: Any, tmp_path: Path
+) -> None:
+    from airflow_provider_docsign._compat import ObjectStoragePath
+
+    s3 = make_s3_bucket("contract-data", conn_id="export_s3")
+    local = tmp_path / "local"
+    run_export(local)
+    destination = ObjectStoragePath("s3://contract-data/docsign", conn_id="export_s3")
+    prefix = f"docsign/envelopes/date={DAY}/"
+    s3.put_object(Bucket="contract-data", Key=prefix + "part-0000.parquet", Body=b"stale")
+    op = DocsignExportEnvelopesOperator(task_id="export", destination=destination, start=START, end=END)
+    result = op.execute(ctx())
+    assert result["partitions"]["envelopes"] == f"s3://contract-data/{prefix.rstrip('/')}"
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="contract-data")["Contents"])
+    assert [k for k in keys if k.startswith(prefix)] == [prefix + "_SUCCESS", prefix + "part-0000.jsonl"]
+    assert len(keys) == 6
+    for key in keys:
+        body = s3.get_object(Bucket="contract-data", Key=key)["Body"].read()
+        assert body == (local / key.removeprefix("docsign/")).read_bytes()
+    assert op.outlets[0].uri == "s3://contract-data/docsign"
