@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from e2e_helpers import load_dagbag, task_states
-from helpers import conn_json
+from helpers import asset_events, conn_json
 
 from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS
 from airflow_provider_docsign.sandbox import SandboxServer
@@ -133,3 +133,7 @@ def test_contract_metrics_reports_known_medians_and_draws_the_chart(
     assert len(rows) == 11  # the other day's envelope is not in this day's partition
     recipients = (export_dir / "recipients" / "date=2026-11-02" / "part-0000.jsonl").read_text()
     assert "@example.test" not in recipients  # hashed
+    events = asset_events(f"file://{export_dir}")
+    assert len(events) == 1
+    assert events[0]["date"] == "2026-11-02"
+    assert events[0]["rows"] == {"envelopes": 11, "recipients": 10, "field_values": 0}
