@@ -249,3 +249,17 @@ def test_export_to_s3_replaces_the_partition_objects(
         body = s3.get_object(Bucket="contract-data", Key=key)["Body"].read()
         assert body == (local / key.removeprefix("docsign/")).read_bytes()
     assert op.outlets[0].uri == "s3://contract-data/docsign"
+
+
+def test_export_paces_itself_on_rate_limit_headers_before_any_429(
+    tmp_path: Path, api_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sandbox allowing 10 requests a minute; the export needs about 16: it waits, never gets a 429."""
+    with SandboxServer(tmp_path / "limited", api_key=api_key, extra_args=["--rate-limit", "10"]) as limited:
+        monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_DEFAULT", conn_json(limited, pii_hash_key=HASH_KEY))
+        limited.seed(synthetic_envelopes(12, days=1, first_day=datetime(2026, 11, 2, tzinfo=timezone.utc)))
+        result = run_export(tmp_path / "out", read_sent_times=True, folder_ids=[None])
+        statuses = [r["status"] for r in limited.requests()]
+    assert result["rows"]["envelopes"] == 12
+    assert len(statuses) > 10  # more than one window's worth
+    assert 429 not in statuses
