@@ -263,3 +263,16 @@ def test_export_paces_itself_on_rate_limit_headers_before_any_429(
     assert result["rows"]["envelopes"] == 12
     assert len(statuses) > 10  # more than one window's worth
     assert 429 not in statuses
+
+
+def test_a_failed_export_leaves_the_previous_partition_untouched(conn: SandboxServer, tmp_path: Path) -> None:
+    from airflow_provider_docsign._compat import AirflowFailException
+
+    run_export(tmp_path)
+    before = snapshot(tmp_path)
+    conn.inject_fault(method="POST", path="/envelope/get-many", action="status", status=400, count=1)
+    with pytest.raises(AirflowFailException):
+        run_export(tmp_path, pii="keep")  # would change every e-mail column
+    conn.clear_faults()
+    assert snapshot(tmp_path) == before
+    assert [p.name for p in tmp_path.rglob("*") if ".tmp-" in p.name] == []
