@@ -47,6 +47,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_provider_docsign.operators.preview",
                     "airflow_provider_docsign.operators.templates",
                     "airflow_provider_docsign.operators.reminders",
+                    "airflow_provider_docsign.operators.export",
                 ],
             }
         ],
@@ -106,6 +107,12 @@ def get_provider_info() -> dict[str, Any]:
                         "description": "Base URL of the web app, for links to envelopes "
                         "(default: the base URL without /api/v2).",
                         "schema": {"type": ["string", "null"]},
+                    },
+                    "pii_hash_key": {
+                        "label": "PII hash key",
+                        "description": "Secret key of the contract-data export's pii='hash' mode (keyed "
+                        "HMAC-SHA256 of e-mails, names and free-text values).",
+                        "schema": {"type": ["string", "null"], "format": "password"},
                     },
                     "signing_certificate_fingerprints": {
                         "label": "Signing certificate fingerprints",

@@ -34,6 +34,7 @@ BENCHMARKS = [
     ("http_provider", "bench_http_provider.py", 90),
     ("pipeline", "bench_pipeline.py", 180),
     ("listener", "bench_listener.py", 90),
+    ("export", "bench_export.py", 420),
 ]
 DOCS = REPO_DIR / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- BEGIN RESULTS (bench/run_all.py --update-docs) -->", "<!-- END RESULTS -->"

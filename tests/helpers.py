@@ -138,3 +138,32 @@ class FakeTI:
 
 def ctx(try_number: int = 1) -> Any:
     return {"ti": FakeTI(try_number)}
+
+
+def asset_events(uri: str) -> list[dict[str, Any]]:
+    """Asset (Dataset on 2.11) events recorded in the metadata DB for ``uri``."""
+    from airflow.utils.session import create_session
+
+    from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS
+
+    if AIRFLOW_V_3_0_PLUS:
+        from airflow.models.asset import AssetEvent, AssetModel
+
+        with create_session() as session:
+            rows = (
+                session.query(AssetEvent)
+                .join(AssetModel, AssetEvent.asset_id == AssetModel.id)
+                .filter(AssetModel.uri == uri)
+                .all()
+            )
+            return [dict(r.extra or {}) for r in rows]
+    from airflow.models.dataset import DatasetEvent, DatasetModel
+
+    with create_session() as session:
+        rows = (
+            session.query(DatasetEvent)
+            .join(DatasetModel, DatasetEvent.dataset_id == DatasetModel.id)
+            .filter(DatasetModel.uri == uri)
+            .all()
+        )
+        return [dict(r.extra or {}) for r in rows]

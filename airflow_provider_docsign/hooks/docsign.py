@@ -209,8 +209,10 @@ class DocsignHook(TemplateMethods, BaseHook):
         self._sleep: Callable[[float], None] = time.sleep
         self._async_client: httpx.AsyncClient | None = None
         self._async_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
-        #: The rate-limit headers of the last async answer (the trigger poller paces itself on them).
+        #: The rate-limit headers of the last answer (the trigger poller and the export pace on them).
         self.last_rate_limit: RateLimit | None = None
+        #: Called before every sync request (the export's rate-limit pacing); ``None`` by default.
+        self.before_request: Callable[[], None] | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(docsign_conn_id={self.docsign_conn_id!r})"
@@ -423,6 +425,8 @@ class DocsignHook(TemplateMethods, BaseHook):
             elif call.json is not None:
                 kwargs["json"] = call.json
             log.debug("Docsign %s %s (attempt %d)", call.method, call.path, attempt)
+            if self.before_request is not None:
+                self.before_request()
             try:
                 response = self.session.request(call.method, url, **kwargs)
             except requests.exceptions.RequestException as exc:
@@ -440,6 +444,7 @@ class DocsignHook(TemplateMethods, BaseHook):
                 if closer is not None:
                     closer()
             status = response.status_code
+            self.last_rate_limit = parse_rate_limit(response.headers) or self.last_rate_limit
             log.debug(
                 "Docsign %s %s -> %s (request id %s)",
                 call.method,
@@ -1155,9 +1160,12 @@ class DocsignHook(TemplateMethods, BaseHook):
     def get_connection_form_widgets(cls) -> dict[str, Any]:
         """Extra connection form fields for the Airflow 2.x UI ({} where Flask-AppBuilder is absent)."""
         try:
-            from flask_appbuilder.fieldwidgets import BS3TextFieldWidget  # type: ignore[import-not-found]
+            from flask_appbuilder.fieldwidgets import (  # type: ignore[import-not-found]
+                BS3PasswordFieldWidget,
+                BS3TextFieldWidget,
+            )
             from flask_babel import lazy_gettext  # type: ignore[import-not-found]
-            from wtforms import BooleanField, StringField  # type: ignore[import-untyped]
+            from wtforms import BooleanField, PasswordField, StringField  # type: ignore[import-untyped]
         except ImportError:
             return {}
         return {
@@ -1176,6 +1184,11 @@ class DocsignHook(TemplateMethods, BaseHook):
                 lazy_gettext("Signing certificate fingerprints"),
                 widget=BS3TextFieldWidget(),
                 description="SHA-256 fingerprints (comma-separated) of the instance's sealing certificate.",
+            ),
+            "pii_hash_key": PasswordField(
+                lazy_gettext("PII hash key"),
+                widget=BS3PasswordFieldWidget(),
+                description="Secret key of the contract-data export's pii='hash' mode.",
             ),
         }
 

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # give type checkers and IDEs the real classes; runtime impor
         DocsignCreateEnvelopeOperator,
         DocsignDistributeEnvelopeOperator,
     )
+    from airflow_provider_docsign.operators.export import DocsignExportEnvelopesOperator
     from airflow_provider_docsign.operators.folders import DocsignCreateFolderOperator
     from airflow_provider_docsign.operators.items import (
         DocsignAddEnvelopeItemsOperator,
@@ -47,6 +48,7 @@ _MODULES: dict[str, str] = {
     "DocsignRejectRecipientOperator": "recipients",
     "DocsignRemindRecipientsOperator": "reminders",
     "DocsignCreateFolderOperator": "folders",
+    "DocsignExportEnvelopesOperator": "export",
     "DocsignArchiveSignedDocumentsOperator": "archive",
     "DocsignFieldPreviewOperator": "preview",
     "DocsignCreateEnvelopeFromTemplateOperator": "templates",
@@ -67,6 +69,7 @@ __all__ = [
     "DocsignDeleteEnvelopeItemOperator",
     "DocsignDistributeEnvelopeOperator",
     "DocsignDuplicateTemplateOperator",
+    "DocsignExportEnvelopesOperator",
     "DocsignFieldPreviewOperator",
     "DocsignRejectRecipientOperator",
     "DocsignRemindRecipientsOperator",

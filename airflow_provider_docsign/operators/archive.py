@@ -768,6 +768,12 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
             except Exception:  # lineage is best effort; the archive itself succeeded
                 self.log.warning("Could not record the asset event for %s", store.uri, exc_info=True)
 
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """OpenLineage facets: see :func:`airflow_provider_docsign.lineage.archive_facets`."""
+        from airflow_provider_docsign import lineage
+
+        return lineage.archive_facets(self, task_instance)
+
 
 def _static_destination_uri(destination: Any) -> str | None:
     """The destination's URI when it is known at parse time (no template, no connection look-up)."""

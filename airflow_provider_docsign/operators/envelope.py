@@ -265,6 +265,12 @@ class DocsignCreateEnvelopeOperator(DocsignBaseOperator):
                 + ". Is the external_id unique per logical envelope?"
             )
 
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """OpenLineage facets: see :func:`airflow_provider_docsign.lineage.create_facets`."""
+        from airflow_provider_docsign import lineage
+
+        return lineage.create_facets(self, task_instance)
+
 
 class DocsignDistributeEnvelopeOperator(DocsignBaseOperator):
     """Send a DRAFT envelope to its recipients.

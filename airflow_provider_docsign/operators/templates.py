@@ -245,6 +245,12 @@ class DocsignCreateEnvelopeFromTemplateOperator(DocsignBaseOperator):
             envelope = self.hook.get_envelope(envelope.id)
         return envelope
 
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """OpenLineage facets: see :func:`airflow_provider_docsign.lineage.template_use_facets`."""
+        from airflow_provider_docsign import lineage
+
+        return lineage.template_use_facets(self, task_instance)
+
 
 class DocsignCreateTemplateOperator(DocsignCreateEnvelopeOperator):
     """Create a template from PDFs, recipient roles (placeholder e-mails) and fields, idempotently.

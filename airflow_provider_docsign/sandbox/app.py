@@ -19,6 +19,7 @@ from . import (
     routes_folders,
     routes_items,
     routes_people,
+    routes_seed,
     routes_templates,
     routes_webhooks,
 )
@@ -84,6 +85,7 @@ def create_app(
     for module in (routes_envelopes, routes_items, routes_people, routes_folders, routes_templates):
         app.include_router(module.router, prefix="/api/v2")
     app.include_router(routes_control.router)
+    app.include_router(routes_seed.router)
     app.include_router(routes_webhooks.router)
 
     @app.exception_handler(ApiError)

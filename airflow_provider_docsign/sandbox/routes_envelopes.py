@@ -218,15 +218,13 @@ async def get_many(request: Request) -> Response:
     body = validate(await json_body(request), GET_MANY, path)
     kind = body["ids"]["type"]
     wanted = body["ids"]["ids"]
-    found = []
-    for env in sorted(state.store.all("envelope"), key=lambda e: e["_seq"]):
-        if kind == "envelopeId":
-            hit = env["id"] in wanted
-        else:
-            prefix = "document_" if kind == "documentId" else "template_"
-            hit = env["secondaryId"] in {f"{prefix}{i}" for i in wanted}
-        if hit:
-            found.append(views.envelope_full(state.store, env))
+    if kind == "envelopeId":  # look the ids up instead of scanning every envelope
+        hits = [e for e in (state.store.get("envelope", i) for i in dict.fromkeys(wanted)) if e is not None]
+    else:
+        prefix = "document_" if kind == "documentId" else "template_"
+        secondary = {f"{prefix}{i}" for i in wanted}
+        hits = [e for e in state.store.all("envelope") if e["secondaryId"] in secondary]
+    found = [views.envelope_full(state.store, env) for env in sorted(hits, key=lambda e: e["_seq"])]
     return ok({"data": found})
 
 

