@@ -47,9 +47,18 @@ __all__ = [
 COVERAGE_ENTIRE_FILE = "entire_file"
 #: The signature covers an earlier revision; incremental updates follow (see ``modification_level``).
 COVERAGE_ENTIRE_REVISION = "entire_revision"
-#: Modification levels pyHanko accepts after a signature: none, document timestamps and validation
-#: data (LTA), form filling and annotations. ``other`` means the content was changed.
-MODIFICATION_ALLOWED = frozenset({"none", "lta_updates", "form_filling", "annotations"})
+#: Modification levels accepted after a signature: ``none``, ``lta_updates`` (document timestamps and
+#: validation data) and ``form_filling`` (filling in existing form fields, adding signature fields).
+#:
+#: The real policy, pinned by a test: an incremental update that adds an annotation (a comment, a
+#: highlight) is **not** accepted. pyHanko's difference analysis (0.38, ``DEFAULT_DIFF_POLICY``) has
+#: no rule that explains a new annotation; it classes the update as ``other`` (a
+#: ``SuspiciousModification``), exactly like a change to the page content. Writing our own whitelist
+#: rule would mean judging hostile PDF structure in our code; a sealed contract that someone has
+#: commented on is a changed document for an auditor. ``annotations`` is therefore left out too, so
+#: that a future pyHanko that starts to class some updates as ``annotations`` cannot silently widen
+#: what passes.
+MODIFICATION_ALLOWED = frozenset({"none", "lta_updates", "form_filling"})
 
 _FINGERPRINT_RE = re.compile(r"^[0-9a-f]{64}$")
 _LOG = logging.getLogger(__name__)
@@ -292,9 +301,21 @@ def _verify_stream(stream: IO[bytes], trust: TrustPolicy | None, label: str) -> 
     try:
         reader = PdfFileReader(stream, strict=False)
         embedded = list(reader.embedded_signatures)
-    except (PdfError, ValueError, KeyError, TypeError) as err:
-        raise UnreadablePdfError(f"{label} cannot be read as a PDF: {err}") from err
-    checks = tuple(_check(sig, trust) for sig in embedded)
+        checks = tuple(_check(sig, trust) for sig in embedded)
+    except UnreadablePdfError:
+        raise
+    except (RecursionError, MemoryError) as err:
+        # Hostile nesting (/AcroForm, /Fields, arrays in arrays) or a structure too large to hold:
+        # pyHanko's parser recurses per nesting level. Fail closed, naming the file, never a crash.
+        kind = "nested too deeply" if isinstance(err, RecursionError) else "too large to hold in memory"
+        raise UnreadablePdfError(f"{label} cannot be read as a PDF: its structure is {kind}") from err
+    except OSError:
+        raise  # the file system failed, not the PDF: the caller reports that itself
+    except Exception as err:
+        # pyHanko raises many types for a damaged file (PdfError, ValueError, KeyError, TypeError,
+        # AttributeError, IndexError...): each one means the same thing here.
+        detail = str(err.msg if isinstance(err, PdfError) else err)[:300]
+        raise UnreadablePdfError(f"{label} cannot be read as a PDF: {type(err).__name__}: {detail}") from err
     return SignatureReport(source=label, signatures=checks, trust_policy_set=trust is not None)
 
 
@@ -334,8 +355,8 @@ def _check(sig: Any, trust: TrustPolicy | None) -> SignatureCheck:
         problems.append(f"the signature does not cover a whole revision (coverage {coverage})")
     if not problems and level not in MODIFICATION_ALLOWED:
         problems.append(
-            "the document was changed after signing beyond form filling and annotations "
-            f"(modification level {level})"
+            f"the document was changed after signing (modification level {level}): only form filling "
+            "and signature/timestamp updates are accepted; added annotations and content changes are not"
         )
     signer = _describe(cert) if cert is not None else None
     trusted = _trusted(cert, sig, trust) if trust is not None and cert is not None else None

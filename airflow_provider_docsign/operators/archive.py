@@ -374,8 +374,10 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
         emit the rendered destination's Asset through; use it with templated destinations.
     :param verify_signatures: ``"require"`` (default for ``version="signed"``; ``"record"`` when
         ``require_completed`` is off, since an unfinished envelope's download is unsigned): every item
-        must carry a digital signature that is intact, valid, unchanged after signing (beyond form filling and
-        annotations) and, with a trust policy, trusted; otherwise the task fails with
+        must carry a digital signature that is intact, valid, unchanged after signing (beyond form filling
+        and signature/timestamp updates: an added annotation fails, see
+        :data:`~airflow_provider_docsign.signatures.MODIFICATION_ALLOWED`) and, with a trust policy,
+        trusted; otherwise the task fails with
         :class:`~airflow_provider_docsign.exceptions.DocsignSignatureError` before anything is moved
         to a final name. ``"record"``: the result is recorded in the manifest and the task goes on.
         ``"off"`` (default for the other versions): not verified. The audit log and certificate are
@@ -571,6 +573,7 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
                 version=self.version,
                 archived_at=_now(),
                 files=records,
+                manifest_name=manifest_name,
             )
             if manifest_name:
                 body = json.dumps(manifest, indent=2, sort_keys=False).encode("utf-8") + b"\n"

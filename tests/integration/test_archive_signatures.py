@@ -86,7 +86,7 @@ def test_completed_envelope_is_archived_with_verified_signatures(
     [
         ("tamper_signed", "digest over /ByteRange does not match"),
         ("unsigned", "no digital signature"),
-        ("modified_after_signing", "changed after signing beyond form filling and annotations"),
+        ("modified_after_signing", "changed after signing (modification level other)"),
     ],
 )
 def test_each_signature_fault_fails_the_task_and_leaves_nothing(

@@ -185,3 +185,35 @@ def test_fingerprint_forms() -> None:
     assert normalize_fingerprint(":".join(["AB"] * 32)) == hexa
     with pytest.raises(ValueError, match="SHA-256"):
         normalize_fingerprint("abcd")
+
+
+def test_an_added_annotation_is_modification_level_other_and_fails(tmp_path: Path) -> None:
+    """The real policy (signatures.MODIFICATION_ALLOWED): pyHanko classes an annotation-only update
+    as ``other``, and it fails, with a message that names that level."""
+    from hostile_pdfs import add_annotation
+
+    from airflow_provider_docsign.sandbox.sealing import Sealer
+
+    sealed = tmp_path / "sealed.pdf"
+    (tmp_path / "sandbox-data").mkdir()
+    Sealer(tmp_path / "sandbox-data").seal(_blank_pdf(tmp_path / "blank.pdf"), sealed, "2026-01-01T00:00:00Z")
+    assert verify_pdf_signatures(sealed).passed
+    annotated = add_annotation(sealed, tmp_path / "annotated.pdf")
+
+    report = verify_pdf_signatures(annotated)
+    (check,) = report.signatures
+    assert check.intact
+    assert check.valid
+    assert check.coverage == "entire_revision"
+    assert check.modification_level == "other"
+    assert not report.passed
+    assert "modification level other" in check.problems[0]
+    assert "added annotations" in check.problems[0]
+
+
+def test_deeply_nested_acroform_is_an_unreadable_pdf(tmp_path: Path) -> None:
+    from hostile_pdfs import deeply_nested_pdf
+
+    deep = deeply_nested_pdf(tmp_path / "deep.pdf", depth=100_000)
+    with pytest.raises(UnreadablePdfError, match=r"deep\.pdf .*nested too deeply"):
+        verify_pdf_signatures(deep)
