@@ -68,3 +68,16 @@ def add_annotation(source: Path, target: Path) -> Path:
     writer.write(out)
     target.write_bytes(out.getvalue())
     return target
+
+
+def many_fields_pdf(path: Path, count: int) -> Path:
+    """A one-page PDF whose ``/AcroForm /Fields`` lists ``count`` (unsigned) signature fields."""
+    refs = b" ".join(b"%d 0 R" % (i + 4) for i in range(count))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R /AcroForm << /Fields [" + refs + b"] >> >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>",
+    ]
+    objects += [b"<< /FT /Sig /T (f%d) >>" % i for i in range(count)]
+    path.write_bytes(build_pdf(objects))
+    return path

@@ -217,3 +217,20 @@ def test_deeply_nested_acroform_is_an_unreadable_pdf(tmp_path: Path) -> None:
     deep = deeply_nested_pdf(tmp_path / "deep.pdf", depth=100_000)
     with pytest.raises(UnreadablePdfError, match=r"deep\.pdf .*nested too deeply"):
         verify_pdf_signatures(deep)
+
+
+def test_the_memory_bound_stops_only_that_verification(tmp_path: Path) -> None:
+    """A structure that needs more memory than the bound is unreadable; the next file verifies."""
+    from hostile_pdfs import many_fields_pdf
+
+    from airflow_provider_docsign import signatures
+
+    big = many_fields_pdf(tmp_path / "fields.pdf", 100_000)
+    with (
+        open(big, "rb") as fh,
+        pytest.raises(UnreadablePdfError, match=r"fields\.pdf .*more than 1 MiB of memory"),
+    ):
+        signatures._verify_stream(fh, None, str(big), max_memory=1024 * 1024, max_seconds=None)
+    # No stray asynchronous exception is left behind for the thread.
+    assert verify_pdf_signatures(SEALED / "29_sealed_signed.pdf").passed
+    assert verify_pdf_signatures(SEALED / "29_sealed_signed.pdf").passed
