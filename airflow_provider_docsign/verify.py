@@ -304,7 +304,7 @@ def audit_manifest(
         else:
             relative, lookup = relative_path(entry, manifest)
             path = _join(folder, relative)
-            shown = str(path) if isinstance(path, Path) else f"{_scheme(uri)}{path.path}"
+            shown = _shown(uri, path, relative)
             seen.add(relative)
         outcome = Outcome(shown, recorded_uri=recorded, lookup=lookup)
         outcomes.append(outcome)
@@ -314,8 +314,15 @@ def audit_manifest(
     return outcomes
 
 
-def _scheme(uri: str) -> str:
-    return uri.split("://", 1)[0] + "://" if "://" in uri and not uri.startswith("file://") else ""
+def _shown(manifest_uri: str, path: Any, relative: str) -> str:
+    """How a file beside the manifest is named in the output.
+
+    A local path, or the manifest's URI folder plus the relative path: never an ObjectStoragePath's
+    string, which may carry a connection id.
+    """
+    if "://" not in manifest_uri or manifest_uri.startswith("file://"):
+        return str(path)
+    return f"{manifest_uri.rsplit('/', 1)[0]}/{relative}"
 
 
 def _unlisted(folder: Any, manifest_path: Any, seen: set[str], uri: str) -> list[Outcome]:
@@ -328,7 +335,7 @@ def _unlisted(folder: Any, manifest_path: Any, seen: set[str], uri: str) -> list
             relative = f"{sub}/{pdf.name}" if sub else pdf.name
             if relative in seen or relative in others:
                 continue
-            shown = str(pdf) if isinstance(pdf, Path) else f"{_scheme(uri)}{pdf.path}"
+            shown = _shown(uri, pdf, relative)
             out.append(
                 Outcome(
                     shown,

@@ -16,7 +16,9 @@ import argparse
 import contextlib
 import json
 import logging
+import os
 import sys
+import warnings
 from typing import Any
 
 from airflow_provider_docsign.cli._common import (
@@ -137,6 +139,18 @@ def run(args: argparse.Namespace) -> int:
     from airflow_provider_docsign.signatures import TrustPolicy
 
     _quiet_pyhanko_to_stderr()
+    # Airflow 2.11 warns at import (and again at exit) unless metrics use Airflow 3's unit; this
+    # command publishes no metrics, so it takes Airflow 3's default.
+    os.environ.setdefault("AIRFLOW__METRICS__TIMER_UNIT_CONSISTENCY", "True")
+    if not getattr(args, "debug", False):
+        # Deprecation notices are for developers, not auditors (Airflow 2.11 prints some when it is
+        # imported, which opening a path does): import it now, quietly, then keep them quiet.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with contextlib.suppress(ImportError):
+                import airflow_provider_docsign._compat  # noqa: F401
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
     # Nothing but the result reaches stdout: a stray print or warning during the audit goes to stderr.
     with contextlib.redirect_stdout(sys.stderr):
         try:

@@ -63,11 +63,13 @@ def make_envelope(
             title=f"Contract {number}", files=files, recipients=[SIGNER], external_id=external_id
         )
         if titles is not None:
+            # Titles as another client of the service may set them: the hook itself refuses control
+            # characters (issue 22), so the update goes out through its HTTP layer unvalidated.
+            from airflow_provider_docsign.hooks import _endpoints as ep
+
             items = hook.get_envelope(envelope_id).items
-            hook.update_envelope_items(
-                envelope_id,
-                [{"envelopeItemId": item.id, "title": t} for item, t in zip(items, titles, strict=True)],
-            )
+            data = [{"envelopeItemId": item.id, "title": t} for item, t in zip(items, titles, strict=True)]
+            hook._call(ep.update_items(envelope_id, data))
         if status == "DRAFT":
             return envelope_id
         hook.distribute_envelope(envelope_id)

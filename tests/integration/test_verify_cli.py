@@ -138,7 +138,7 @@ def test_manifest_catches_a_file_deleted_from_s3(
     s3.delete_object(Bucket=BUCKET, Key=deleted.removeprefix(f"s3://{BUCKET}/"))
     assert main(["--manifest", manifest_uri, "--conn-id", "audit_s3"]) == 1
     out = capsys.readouterr().out
-    assert f"FAIL  {deleted}  missing" in out
+    assert f"FAIL  {deleted}  missing" in out, out
     assert out.count("PASS") == 1
 
 
@@ -230,7 +230,7 @@ def test_auditing_a_copy_audits_the_copy(
     assert f"manifest {copied_manifest}: checking the files beside it" in out
     failing = [line for line in out.splitlines() if line.startswith("FAIL")]
     assert any(line.startswith(f"FAIL  {tampered}") for line in failing), out
-    assert f"FAIL  {deleted}  missing" in out
+    assert f"FAIL  {deleted}  missing" in out, out
     assert "changed: sha256" in out
     assert str(original) not in out  # the original (where the URIs point) was not what was checked
 
