@@ -129,6 +129,22 @@ def _quiet_pyhanko_to_stderr() -> None:
         logger.propagate = False
 
 
+def _import_airflow_quietly(*, debug: bool) -> None:
+    """Import Airflow now (opening any path does), with its import-time notices kept off the output."""
+    # Airflow 2.11 warns at import (and again at exit) unless metrics use Airflow 3's unit; this
+    # command publishes no metrics, so it takes Airflow 3's default.
+    os.environ.setdefault("AIRFLOW__METRICS__TIMER_UNIT_CONSISTENCY", "True")
+    if debug:
+        return
+    # Deprecation notices are for developers, not auditors.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with contextlib.suppress(ImportError):
+            import airflow_provider_docsign._compat  # noqa: F401
+    warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.simplefilter("ignore", PendingDeprecationWarning)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the subcommand; returns the exit status."""
     if not args.files and not args.manifest:
@@ -138,21 +154,11 @@ def run(args: argparse.Namespace) -> int:
     from airflow_provider_docsign import verify
     from airflow_provider_docsign.signatures import TrustPolicy
 
-    _quiet_pyhanko_to_stderr()
-    # Airflow 2.11 warns at import (and again at exit) unless metrics use Airflow 3's unit; this
-    # command publishes no metrics, so it takes Airflow 3's default.
-    os.environ.setdefault("AIRFLOW__METRICS__TIMER_UNIT_CONSISTENCY", "True")
-    if not getattr(args, "debug", False):
-        # Deprecation notices are for developers, not auditors (Airflow 2.11 prints some when it is
-        # imported, which opening a path does): import it now, quietly, then keep them quiet.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            with contextlib.suppress(ImportError):
-                import airflow_provider_docsign._compat  # noqa: F401
-        warnings.simplefilter("ignore", DeprecationWarning)
-        warnings.simplefilter("ignore", PendingDeprecationWarning)
-    # Nothing but the result reaches stdout: a stray print or warning during the audit goes to stderr.
+    # Nothing but the result reaches stdout: Airflow's import-time logging, a stray print or a warning
+    # during the audit goes to stderr.
     with contextlib.redirect_stdout(sys.stderr):
+        _import_airflow_quietly(debug=bool(getattr(args, "debug", False)))
+        _quiet_pyhanko_to_stderr()
         try:
             trust = TrustPolicy.from_sources(
                 [verify.to_path(p, args.conn_id) for p in args.trust], fingerprints=args.fingerprint
