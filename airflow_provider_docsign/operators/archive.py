@@ -13,10 +13,15 @@ three phases so that a failure never leaves a partial or unverified file at a fi
    existing file is not touched;
    Then (``verify_signatures``, on by default for ``version="signed"``) every staged PDF's digital
    signature is verified with pyHanko: a failure under ``"require"`` stops here;
-3. **commit**: staged files are moved into place (an atomic rename on a local disk; on object stores
-   the object appears whole or not at all), then ``manifest.json`` is written atomically beside them.
+3. **commit**: ``manifest.json`` is written under a temporary name first (a full disk fails here,
+   before anything moves), then staged files are moved into place (an atomic rename on a local disk;
+   on object stores the object appears whole or not at all), then the manifest is renamed into place.
 
-Every temporary object is removed on failure. No HTTP here: all service calls go through the hook.
+Before anything is downloaded, every final and temporary local path is resolved and must lie inside
+the destination's resolved root: a symlinked folder or file name leading outside fails the task
+(:class:`DocsignArchiveEscapeError`) with nothing written. Object stores have no symbolic links, so
+there the check is moot. Every temporary object is removed on failure. No HTTP here: all service
+calls go through the hook.
 """
 
 from __future__ import annotations

@@ -234,3 +234,17 @@ def test_the_memory_bound_stops_only_that_verification(tmp_path: Path) -> None:
     # No stray asynchronous exception is left behind for the thread.
     assert verify_pdf_signatures(SEALED / "29_sealed_signed.pdf").passed
     assert verify_pdf_signatures(SEALED / "29_sealed_signed.pdf").passed
+
+
+def test_the_archive_operator_names_an_unreadable_staged_file(tmp_path: Path) -> None:
+    from hostile_pdfs import deeply_nested_pdf
+
+    from airflow_provider_docsign.operators import _verify
+
+    deep = deeply_nested_pdf(tmp_path / ".01-contract.pdf.abc.partial")
+    report, problem = _verify.verify_file(deep, "file:///archive/ENV-1/01-contract.pdf", None)
+    assert report is None
+    reason = _verify.failure_reason(report, problem, signature_required=True)
+    assert reason is not None
+    assert "file:///archive/ENV-1/01-contract.pdf cannot be read as a PDF" in reason
+    assert "nested too deeply" in reason
