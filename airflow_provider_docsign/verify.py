@@ -39,6 +39,7 @@ __all__ = [
     "LOOKUP_URI",
     "Outcome",
     "UnusableInput",
+    "audit",
     "audit_file",
     "audit_manifest",
     "relative_path",
@@ -302,7 +303,11 @@ def audit_manifest(
             path, lookup, relative = to_path(recorded, conn_id), LOOKUP_URI, None
             shown = recorded
         else:
-            relative, lookup = relative_path(entry, manifest)
+            try:
+                relative, lookup = relative_path(entry, manifest)
+            except UnusableInput as err:  # a tampered entry: it fails, the others are still audited
+                outcomes.append(Outcome(recorded, problems=[str(err)], recorded_uri=recorded))
+                continue
             path = _join(folder, relative)
             shown = _shown(uri, path, relative)
             seen.add(relative)

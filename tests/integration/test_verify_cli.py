@@ -273,3 +273,18 @@ def test_help_shows_examples(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "docsign verify --manifest copy-of-archive/env_123/manifest.json" in out
     assert "--by-uri" in out
+
+
+def test_a_manifest_path_climbing_out_fails_that_entry(
+    sandbox: SandboxServer, envelope: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = _archive(envelope_id=envelope, destination=str(tmp_path / "archive"))
+    manifest_path = Path(manifest["manifest_uri"][len("file://") :])
+    tampered = json.loads(manifest_path.read_text())
+    tampered["files"][0]["path"] = "../../outside.pdf"
+    manifest_path.write_text(json.dumps(tampered))
+    capsys.readouterr()
+    assert main(["--manifest", str(manifest_path)]) == 1
+    out = capsys.readouterr().out
+    assert "'../../outside.pdf' is not a plain relative path" in out
+    assert out.count("PASS") == 1  # the other file is still audited
