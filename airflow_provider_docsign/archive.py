@@ -28,6 +28,7 @@ __all__ = [
     "build_manifest",
     "disambiguate",
     "manifest_entry",
+    "relative_to_manifest",
     "render_filename",
     "render_manifest_name",
     "sanitize_segment",
@@ -313,7 +314,8 @@ class ArchivedFile:
     """What the manifest records about one archived file.
 
     :param kind: ``item``, ``audit_log`` or ``certificate``.
-    :param name: The name relative to the destination.
+    :param name: The name relative to the destination (the manifest also records ``path``, relative
+        to the manifest's folder).
     :param uri: The full URI (``file://``, ``s3://``...), without any connection id.
     :param sha256: Hex SHA-256 of the file at ``uri``.
     :param size: Its size in bytes.
@@ -343,10 +345,31 @@ class ArchivedFile:
     signature: dict[str, Any] | None = None
 
 
-def manifest_entry(record: ArchivedFile) -> dict[str, Any]:
+def relative_to_manifest(name: str, manifest_name: str) -> str:
+    """``name`` (relative to the destination) made relative to the folder of ``manifest_name``.
+
+    The manifest is written in the folder that holds every file (:func:`common_directory`), so the
+    result never climbs out with ``..``. An auditor finds each file beside the manifest with it, also
+    in a copy of the archive.
+
+    :param name: A file's name relative to the destination.
+    :param manifest_name: The manifest's name relative to the destination.
+    :raises ValueError: When ``name`` is not below the manifest's folder.
+    """
+    folder = manifest_name.rpartition("/")[0]
+    if not folder:
+        return name
+    if not name.startswith(folder + "/"):
+        raise ValueError(f"{name!r} is not below the manifest's folder {folder!r}")
+    return name[len(folder) + 1 :]
+
+
+def manifest_entry(record: ArchivedFile, *, manifest_name: str | None = None) -> dict[str, Any]:
     """The manifest's JSON for one file.
 
     :param record: The archived file.
+    :param manifest_name: The manifest's name relative to the destination; when given, the entry
+        records ``path``, the file's path relative to the manifest's folder.
     """
     entry: dict[str, Any] = {}
     if record.kind == "item":
@@ -363,6 +386,7 @@ def manifest_entry(record: ArchivedFile) -> dict[str, Any]:
     entry.update(
         {
             "name": record.name,
+            **({"path": relative_to_manifest(record.name, manifest_name)} if manifest_name else {}),
             "uri": record.uri,
             "sha256": record.sha256,
             "size": record.size,
@@ -384,6 +408,7 @@ def build_manifest(
     version: str,
     archived_at: str,
     files: Sequence[ArchivedFile],
+    manifest_name: str | None = None,
 ) -> dict[str, Any]:
     """Build the manifest dict (JSON-safe), which is also the operator's XCom value.
 
@@ -393,9 +418,11 @@ def build_manifest(
     :param version: The download version of the items.
     :param archived_at: ISO timestamp (UTC) of this archive run.
     :param files: Every archived file: items in order, then the audit log and certificate if any.
+    :param manifest_name: The manifest's name relative to the destination (``None`` when no manifest
+        file is written): each file's ``path`` relative to it is recorded beside its URI.
     """
-    items = [manifest_entry(f) for f in files if f.kind == "item"]
-    reports = {f.kind: manifest_entry(f) for f in files if f.kind != "item"}
+    items = [manifest_entry(f, manifest_name=manifest_name) for f in files if f.kind == "item"]
+    reports = {f.kind: manifest_entry(f, manifest_name=manifest_name) for f in files if f.kind != "item"}
     return {
         "schema_version": MANIFEST_SCHEMA_VERSION,
         "envelope_id": envelope["id"],

@@ -26,6 +26,7 @@ __all__ = [
     "SIGNATURE_FIELD_TYPES",
     "ItemPages",
     "PdfFile",
+    "control_character_problems",
     "count_pdf_pages",
     "inspect_files",
     "source_label",
@@ -59,6 +60,56 @@ PDF_MAGIC = b"%PDF-"
 _EMAIL = re.compile(
     r"^(?!\.)(?!.*\.\.)[A-Z0-9_'+\-.]*[A-Z0-9_+-]@([A-Z0-9][A-Z0-9\-]*\.)+[A-Z]{2,}$", re.IGNORECASE
 )
+
+
+# C0 control characters (U+0000-U+001F) but the tab. NUL and the others are refused in anything
+# sent: the service stores them (a NUL breaks its PostgreSQL text columns with a 500), and CR/LF in a
+# title or name forges lines wherever it is later logged or e-mailed.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f]")
+# Except CR and LF in the keys that are multi-line e-mail text by design.
+_CONTROL_MULTILINE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+#: Keys whose value is multi-line text (an e-mail body): CR and LF are allowed there.
+MULTILINE_KEYS = frozenset({"message"})
+
+
+def control_character_problems(value: Any, where: str, *, _depth: int = 0) -> list[str]:
+    """Problems for every string in ``value`` (nested objects and lists too) holding a control character.
+
+    C0 control characters (U+0000-U+001F) are refused, except the tab; CR and LF are allowed in the
+    multi-line keys of :data:`MULTILINE_KEYS` (``meta.message``). Each problem names the field by its
+    path (``recipients[0].name``) and the character (``U+0000``), never the whole value.
+
+    :param value: What is about to be sent (a string, a mapping, a list...).
+    :param where: The name of ``value`` in messages (``title``, ``meta``...).
+    """
+    if _depth > 32:
+        return [f"{where}: nested too deeply"]
+    if isinstance(value, str):
+        key = where.rsplit(".", 1)[-1]
+        pattern = _CONTROL_MULTILINE if key in MULTILINE_KEYS else _CONTROL
+        found = pattern.search(value)
+        if found is None:
+            return []
+        return [
+            f"{where} contains the control character U+{ord(found.group()):04X} at position "
+            f"{found.start()}; remove it (only tabs are allowed)"
+        ]
+    problems: list[str] = []
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            problems.extend(control_character_problems(item, f"{where}.{key}", _depth=_depth + 1))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            problems.extend(control_character_problems(item, f"{where}[{index}]", _depth=_depth + 1))
+    return problems
+
+
+def _stripped_email(recipient: Mapping[str, Any]) -> dict[str, Any]:
+    """The recipient as sent: the e-mail stripped of surrounding white space (validated that way)."""
+    out = dict(recipient)
+    if isinstance(out.get("email"), str):
+        out["email"] = out["email"].strip()
+    return out
 
 
 @dataclass(frozen=True)
@@ -250,10 +301,12 @@ def _check_recipient_core(recipient: Mapping[str, Any], label: str, problems: li
     email = recipient.get("email")
     if not isinstance(email, str):
         problems.append(f"{label}: 'email' must be a string (it may be empty)")
-    elif len(email) > MAX_EMAIL_LENGTH:
-        problems.append(f"{label}: email is longer than {MAX_EMAIL_LENGTH} characters")
-    elif email and not _EMAIL.match(email.strip()):
-        problems.append(f"{label}: {email!r} is not a valid e-mail address")
+    else:
+        email = email.strip()  # stripped once: what is checked here is what is sent
+        if len(email) > MAX_EMAIL_LENGTH:
+            problems.append(f"{label}: email is longer than {MAX_EMAIL_LENGTH} characters")
+        elif email and not _EMAIL.match(email):
+            problems.append(f"{label}: {email!r} is not a valid e-mail address")
     name = recipient.get("name")
     if name is not None and not isinstance(name, str):
         problems.append(f"{label}: 'name' must be a string")
@@ -313,6 +366,9 @@ def validate_create_payload(
     problems: list[str] = []
     _check_text(title, "title", problems, required=True)
     _check_text(external_id, "externalId", problems, required=False)
+    sent = {"title": title, "externalId": external_id, "folderId": folder_id, "recipients": recipients}
+    for key, value in {**sent, "meta": meta, **(payload_extra or {})}.items():
+        problems.extend(control_character_problems(value, key))
     if envelope_type not in ENVELOPE_TYPES:
         problems.append(f"type {envelope_type!r} is unknown (known: {', '.join(ENVELOPE_TYPES)})")
     if folder_id is not None and (not isinstance(folder_id, str) or not folder_id.strip()):
@@ -369,7 +425,7 @@ def validate_create_payload(
     if folder_id is not None:
         payload["folderId"] = folder_id
     if recipients:
-        payload["recipients"] = [dict(r) for r in recipients]
+        payload["recipients"] = [_stripped_email(r) for r in recipients]
     if meta:
         payload["meta"] = dict(meta)
     return payload, [p for p in pdfs if p is not None]
@@ -401,6 +457,7 @@ def validate_fields_for_envelope(
         if not isinstance(field, Mapping):
             problems.append(f"{where}: must be an object")
             continue
+        problems.extend(control_character_problems(dict(field), f"fields[{f_index}]"))
         ftype = field.get("type")
         rid = field.get("recipientId")
         recipient = recipients.get(rid) if isinstance(rid, int) and not isinstance(rid, bool) else None
@@ -455,6 +512,7 @@ def validate_recipients_for_envelope(
         if not isinstance(recipient, Mapping):
             problems.append(f"{label}: must be an object")
             continue
+        problems.extend(control_character_problems(dict(recipient), f"recipients[{index}]"))
         if update:
             rid = recipient.get("id")
             if not isinstance(rid, int) or isinstance(rid, bool) or rid < 1:
@@ -472,7 +530,7 @@ def validate_recipients_for_envelope(
                 problems.append(f"{label}: add fields with create_fields, not inside create_recipients")
     if problems:
         raise DocsignValidationError(problems, context)
-    return [dict(r) for r in recipients]
+    return [_stripped_email(r) for r in recipients]
 
 
 def check_files_only(files: Iterable[Any], context: str) -> list[PdfFile]:

@@ -19,9 +19,13 @@ the PDF's cross-reference data, not of the file.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import hashlib
 import logging
+import os
 import re
+import threading
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -32,6 +36,8 @@ from airflow_provider_docsign._sources import open_source
 __all__ = [
     "COVERAGE_ENTIRE_FILE",
     "COVERAGE_ENTIRE_REVISION",
+    "MAX_VERIFY_MEMORY_BYTES",
+    "MAX_VERIFY_SECONDS",
     "MODIFICATION_ALLOWED",
     "SignatureCheck",
     "SignatureReport",
@@ -47,9 +53,25 @@ __all__ = [
 COVERAGE_ENTIRE_FILE = "entire_file"
 #: The signature covers an earlier revision; incremental updates follow (see ``modification_level``).
 COVERAGE_ENTIRE_REVISION = "entire_revision"
-#: Modification levels pyHanko accepts after a signature: none, document timestamps and validation
-#: data (LTA), form filling and annotations. ``other`` means the content was changed.
-MODIFICATION_ALLOWED = frozenset({"none", "lta_updates", "form_filling", "annotations"})
+#: Modification levels accepted after a signature: ``none``, ``lta_updates`` (document timestamps and
+#: validation data) and ``form_filling`` (filling in existing form fields, adding signature fields).
+#:
+#: The real policy, pinned by a test: an incremental update that adds an annotation (a comment, a
+#: highlight) is **not** accepted. pyHanko's difference analysis (0.38, ``DEFAULT_DIFF_POLICY``) has
+#: no rule that explains a new annotation; it classes the update as ``other`` (a
+#: ``SuspiciousModification``), exactly like a change to the page content. Writing our own whitelist
+#: rule would mean judging hostile PDF structure in our code; a sealed contract that someone has
+#: commented on is a changed document for an auditor. ``annotations`` is therefore left out too, so
+#: that a future pyHanko that starts to class some updates as ``annotations`` cannot silently widen
+#: what passes.
+MODIFICATION_ALLOWED = frozenset({"none", "lta_updates", "form_filling"})
+
+#: Work bound of one verification: the growth of the process's resident memory (RSS) it may cause,
+#: and its wall time. A PDF whose structure needs more (millions of objects or form fields, nesting
+#: built to exhaust the parser) is reported unreadable instead: see :func:`verify_pdf_signatures`.
+MAX_VERIFY_MEMORY_BYTES = 320 * 1024 * 1024
+MAX_VERIFY_SECONDS = 60.0
+_WATCH_INTERVAL = 0.02
 
 _FINGERPRINT_RE = re.compile(r"^[0-9a-f]{64}$")
 _LOG = logging.getLogger(__name__)
@@ -264,7 +286,10 @@ def verify_pdf_signatures(
     :param trust: The trust policy; without one, ``trusted`` is ``None``.
     :param label: How to name the source in the report (default: its path or URI).
     :raises FileNotFoundError: When the source does not exist.
-    :raises UnreadablePdfError: When it is not a readable PDF.
+    :raises UnreadablePdfError: When it is not a readable PDF: any error while parsing it (including
+        ``RecursionError`` from hostile nesting and ``MemoryError``), or a structure that needs more
+        than :data:`MAX_VERIFY_MEMORY_BYTES` of memory growth or :data:`MAX_VERIFY_SECONDS` to verify
+        (checked by a watchdog thread that stops only this verification). The message names the file.
     """
     stream, owned = open_source(source)
     try:
@@ -282,19 +307,120 @@ def _label(source: Any) -> str:
     return str(source) if not hasattr(source, "read") else "<stream>"
 
 
-def _verify_stream(stream: IO[bytes], trust: TrustPolicy | None, label: str) -> SignatureReport:
-    from pyhanko.pdf_utils.misc import PdfError
-    from pyhanko.pdf_utils.reader import PdfFileReader
+class _BudgetExceeded(BaseException):
+    """Raised asynchronously in the verifying thread when it exceeds its memory or time budget.
 
+    A ``BaseException``, so that pyHanko's own ``except Exception`` clauses cannot swallow it.
+    """
+
+
+def _rss_bytes() -> int | None:
+    """The process's resident memory now (Linux ``/proc``); ``None`` where it cannot be read."""
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class _Budget:
+    """Bound the work of the calling thread: RSS growth and wall time, checked by a watchdog thread.
+
+    pyHanko parses in pure Python, so an exception raised asynchronously in the verifying thread
+    (``PyThreadState_SetAsyncExc``) stops it at the next bytecode, wherever it is; the caller turns it
+    into :class:`UnreadablePdfError`. Only the verifying thread is interrupted, never another one.
+    """
+
+    def __init__(self, max_memory: int | None, max_seconds: float | None) -> None:
+        self.max_memory = max_memory
+        self.max_seconds = max_seconds
+        self.reason: str | None = None
+        self._thread_id = threading.get_ident()
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._base = _rss_bytes()
+        self._watchdog = threading.Thread(target=self._watch, name="docsign-verify-budget", daemon=True)
+
+    def __enter__(self) -> _Budget:
+        if self.max_memory is not None or self.max_seconds is not None:
+            self._watchdog.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._done.set()
+            if self.reason is not None:
+                # Not raised yet (the work ended first): clear it, so it cannot surface later.
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread_id), None)
+        if self._watchdog.is_alive():
+            self._watchdog.join()
+
+    def _exceeded(self, started: float) -> str | None:
+        if self.max_seconds is not None and time.monotonic() - started > self.max_seconds:
+            return f"verifying it takes longer than {self.max_seconds:g} s"
+        if self.max_memory is not None and self._base is not None:
+            now = _rss_bytes()
+            if now is not None and now - self._base > self.max_memory:
+                return f"verifying it needs more than {self.max_memory // (1024 * 1024)} MiB of memory"
+        return None
+
+    def _watch(self) -> None:
+        started = time.monotonic()
+        while not self._done.wait(_WATCH_INTERVAL):
+            reason = self._exceeded(started)
+            if reason is None:
+                continue
+            with self._lock:
+                if not self._done.is_set():
+                    self.reason = reason
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                        ctypes.c_ulong(self._thread_id), ctypes.py_object(_BudgetExceeded)
+                    )
+            return
+
+
+def _verify_stream(
+    stream: IO[bytes],
+    trust: TrustPolicy | None,
+    label: str,
+    max_memory: int | None = MAX_VERIFY_MEMORY_BYTES,
+    max_seconds: float | None = MAX_VERIFY_SECONDS,
+) -> SignatureReport:
     if stream.read(5) != b"%PDF-":
         raise UnreadablePdfError(f"{label} is not a PDF (it does not start with %PDF-)")
     stream.seek(0)
+    budget = _Budget(max_memory, max_seconds)
+    try:
+        with budget:
+            return _parse_and_check(stream, trust, label)
+    except _BudgetExceeded:
+        raise UnreadablePdfError(
+            f"{label} cannot be read as a PDF within the verification bounds: {budget.reason}"
+        ) from None
+
+
+def _parse_and_check(stream: IO[bytes], trust: TrustPolicy | None, label: str) -> SignatureReport:
+    from pyhanko.pdf_utils.misc import PdfError
+    from pyhanko.pdf_utils.reader import PdfFileReader
+
     try:
         reader = PdfFileReader(stream, strict=False)
         embedded = list(reader.embedded_signatures)
-    except (PdfError, ValueError, KeyError, TypeError) as err:
-        raise UnreadablePdfError(f"{label} cannot be read as a PDF: {err}") from err
-    checks = tuple(_check(sig, trust) for sig in embedded)
+        checks = tuple(_check(sig, trust) for sig in embedded)
+    except UnreadablePdfError:
+        raise
+    except (RecursionError, MemoryError) as err:
+        # Hostile nesting (/AcroForm, /Fields, arrays in arrays) or a structure too large to hold:
+        # pyHanko's parser recurses per nesting level. Fail closed, naming the file, never a crash.
+        kind = "nested too deeply" if isinstance(err, RecursionError) else "too large to hold in memory"
+        raise UnreadablePdfError(f"{label} cannot be read as a PDF: its structure is {kind}") from err
+    except OSError:
+        raise  # the file system failed, not the PDF: the caller reports that itself
+    except Exception as err:
+        # pyHanko raises many types for a damaged file (PdfError, ValueError, KeyError, TypeError,
+        # AttributeError, IndexError...): each one means the same thing here.
+        detail = str(err.msg if isinstance(err, PdfError) else err)[:300]
+        raise UnreadablePdfError(f"{label} cannot be read as a PDF: {type(err).__name__}: {detail}") from err
     return SignatureReport(source=label, signatures=checks, trust_policy_set=trust is not None)
 
 
@@ -334,8 +460,8 @@ def _check(sig: Any, trust: TrustPolicy | None) -> SignatureCheck:
         problems.append(f"the signature does not cover a whole revision (coverage {coverage})")
     if not problems and level not in MODIFICATION_ALLOWED:
         problems.append(
-            "the document was changed after signing beyond form filling and annotations "
-            f"(modification level {level})"
+            f"the document was changed after signing (modification level {level}): only form filling "
+            "and signature/timestamp updates are accepted; added annotations and content changes are not"
         )
     signer = _describe(cert) if cert is not None else None
     trusted = _trusted(cert, sig, trust) if trust is not None and cert is not None else None

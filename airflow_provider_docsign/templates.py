@@ -32,6 +32,7 @@ from airflow_provider_docsign.payloads import (
     MAX_TEXT_LENGTH,
     SIGNATURE_FIELD_TYPES,
     PdfFile,
+    control_character_problems,
     inspect_files,
 )
 from airflow_provider_docsign.payloads import source_label as _source_label
@@ -51,7 +52,9 @@ __all__ = [
 PREFILL_TYPES = ("TEXT", "NUMBER", "RADIO", "CHECKBOX", "DROPDOWN")
 #: Roles that need not be mapped: a CC only receives a copy.
 OPTIONAL_ROLES = ("CC",)
-_NUMBER = re.compile(r"^[+-]?(\d+([.,]\d*)?|[.,]\d+)$")
+# ASCII digits only: without re.ASCII, \d also matches Arabic-Indic or full-width digits, which
+# Python's float() accepts but the service and the PDF's readers do not.
+_NUMBER = re.compile(r"^[+-]?(\d+([.,]\d*)?|[.,]\d+)$", re.ASCII)
 _OVERRIDE_KEYS = (
     "title",
     "subject",
@@ -192,11 +195,14 @@ def _map_recipients(recipients: Any, template: Envelope, problems: list[str]) ->
             continue
         mapped[target.id] = index
         email = spec.get("email")
-        if not isinstance(email, str) or not email.strip():
+        if isinstance(email, str):
+            email = email.strip()  # stripped once: what is checked is what is sent
+        if not isinstance(email, str) or not email:
             problems.append(f"{where}: 'email' must be a non-empty e-mail address")
-        elif len(email) > MAX_EMAIL_LENGTH or not _EMAIL.match(email.strip()):
+        elif len(email) > MAX_EMAIL_LENGTH or not _EMAIL.match(email):
             problems.append(f"{where}: {email!r} is not a valid e-mail address")
-        entry: dict[str, Any] = {"id": target.id, "email": email.strip() if isinstance(email, str) else email}
+        problems.extend(control_character_problems(dict(spec), f"recipients[{index}]"))
+        entry: dict[str, Any] = {"id": target.id, "email": email}
         name = spec.get("name")
         if name is not None:
             if not isinstance(name, str) or len(name) > MAX_TEXT_LENGTH:
@@ -456,6 +462,16 @@ def validate_use_payload(
         problems.append("external_id must be a string of at most 255 characters")
     if folder_id is not None and (not isinstance(folder_id, str) or not folder_id.strip()):
         problems.append(f"folder_id must be a non-empty string, not {folder_id!r}")
+    sent = {
+        "prefill_fields": prefill_fields,
+        "external_id": external_id,
+        "folder_id": folder_id,
+        "override": override,
+        "attachments": attachments,
+        "form_values": form_values,
+    }
+    for key, value in sent.items():
+        problems.extend(control_character_problems(value, key))
     if override is not None:
         if not isinstance(override, Mapping):
             problems.append("override must be an object")

@@ -8,6 +8,13 @@ reset (Linux ``VmHWM``), after a warm-up download and verification of a small se
 
 Targets (issue 16): verification costs at most half the download's time, with less than 64 MB of RSS
 growth.
+
+Hostile PDFs (issue 22), generated here, each verified alone in a fresh process after the same
+warm-up: 10^6 objects (~50 MB, the attackers' case), 10^6 signature fields in ``/AcroForm``, and
+100,000-deep nesting in ``/AcroForm /Fields``. Each is verified with the shipped bounds
+(``MAX_VERIFY_MEMORY_BYTES``, ``MAX_VERIFY_SECONDS``) and the 10^6-object one also without them (what
+pyHanko costs unbounded, i.e. before issue 22). Target: the process's peak RSS stays under 512 MB
+for every input, and none crashes (each is reported unreadable or failing).
 """
 
 from __future__ import annotations
@@ -82,6 +89,98 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     return {"download": download, "verify": verify, "bytes": sum(spec["sizes"])}
 
 
+HOSTILE = [
+    # (case, generator, count, bounded)
+    ("10^6 objects", "objects", 1_000_000, True),
+    ("10^6 objects, unbounded (before issue 22)", "objects", 1_000_000, False),
+    ("10^6 signature fields in /AcroForm", "fields", 1_000_000, True),
+    ("100,000-deep nesting in /AcroForm", "nesting", 100_000, True),
+]
+
+
+def _write_pdf(path: Path, head: list[bytes], count: int, body: bytes) -> None:
+    """A PDF of ``head`` objects then ``count`` objects ``body % number``, with a classic xref table."""
+    offsets: list[int] = []
+    with open(path, "wb") as out:
+        out.write(b"%PDF-1.7\n")
+        position = 9
+        objects = [*head, *(body % (i + len(head) + 1) for i in range(count))] if count else head
+        for number, obj in enumerate(objects, 1):
+            chunk = b"%d 0 obj\n" % number + obj + b"\nendobj\n"
+            offsets.append(position)
+            out.write(chunk)
+            position += len(chunk)
+        out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(offsets) + 1))
+        out.write(b"".join(b"%010d 00000 n \n" % o for o in offsets))
+        out.write(
+            b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(offsets) + 1, position)
+        )
+
+
+def make_hostile(path: Path, kind: str, count: int) -> Path:
+    """Generate one hostile PDF (see the module docstring)."""
+    pages = [
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>",
+    ]
+    if kind == "objects":
+        _write_pdf(path, [b"<< /Type /Catalog /Pages 2 0 R >>", *pages], count, b"<< /K %d >>")
+    elif kind == "fields":
+        refs = b" ".join(b"%d 0 R" % (i + 4) for i in range(count))
+        catalog = b"<< /Type /Catalog /Pages 2 0 R /AcroForm << /Fields [" + refs + b"] >> >>"
+        _write_pdf(path, [catalog, *pages], count, b"<< /FT /Sig /T (f%d) >>")
+    else:
+        nested = b"[" * count + b"]" * count
+        _write_pdf(
+            path,
+            [b"<< /Type /Catalog /Pages 2 0 R /AcroForm << /Fields " + nested + b" >> >>", *pages],
+            0,
+            b"",
+        )
+    return path
+
+
+def hostile_child(spec: dict[str, Any]) -> dict[str, Any]:
+    """In a fresh process: warm up on a small sealed PDF, then verify one hostile PDF."""
+    from airflow_provider_docsign import signatures
+
+    if not signatures.verify_pdf_signatures(spec["warmup"]).passed:
+        raise RuntimeError("the warm-up PDF does not verify")
+    gc.collect()
+    base = reset_peak()
+    start = time.perf_counter()
+    limits = {} if spec["bounded"] else {"max_memory": None, "max_seconds": None}
+    try:
+        with open(spec["path"], "rb") as fh:
+            report = signatures._verify_stream(fh, None, spec["path"], **limits)
+        outcome = "passed" if report.passed else f"failed: {report.problems[0]}"
+    except signatures.UnreadablePdfError as err:
+        outcome = f"unreadable: {str(err).split(': ', 1)[-1]}"
+    return {
+        "wall_s": time.perf_counter() - start,
+        "rss_growth_mb": peak_mb() - base,
+        "peak_rss_mb": peak_mb(),
+        "outcome": outcome,
+    }
+
+
+def measure_hostile(tmp: Path, warmup: Path) -> list[dict[str, Any]]:
+    """Generate the hostile PDFs and verify each in a fresh process."""
+    out = []
+    for case, kind, count, bounded in HOSTILE:
+        path = tmp / f"hostile-{kind}.pdf"
+        if not path.exists():
+            make_hostile(path, kind, count)
+        spec = {"path": str(path), "bounded": bounded, "warmup": str(warmup)}
+        res = run_measured([sys.executable, __file__, "--hostile", json.dumps(spec)], timeout=600)
+        lines = [ln for ln in res["stdout"].splitlines() if ln.startswith("{")]
+        if res["rc"] != 0 or not lines:
+            out.append({"case": case, "bytes": path.stat().st_size, "crashed": res["stderr"][-300:]})
+            continue
+        out.append({"case": case, "bytes": path.stat().st_size, "bounded": bounded, **json.loads(lines[-1])})
+    return out
+
+
 def main() -> None:
     from airflow_provider_docsign.hooks.docsign import DocsignHook
 
@@ -107,6 +206,8 @@ def main() -> None:
                 f.unlink()
         (warmup_item,), items = envelopes
         sizes = [len(sb.item_bytes(i)) for i in items]
+        warmup_pdf = tmp / "warmup-sealed.pdf"
+        warmup_pdf.write_bytes(sb.item_bytes(warmup_item))
         for rep in range(REPS):
             out_dir = tmp / f"out-{rep}"
             out_dir.mkdir()
@@ -122,6 +223,7 @@ def main() -> None:
             if res["rc"] != 0 or not lines:
                 raise SystemExit(f"measurement run failed: {res['stderr'][-500:]}")
             runs.append(json.loads(lines[-1]))
+        hostile = measure_hostile(tmp, warmup_pdf)
     download_wall = [r["download"]["wall_s"] for r in runs]
     verify_wall = [r["verify"]["wall_s"] for r in runs]
     download_rss = max(r["download"]["rss_growth_mb"] for r in runs)
@@ -146,6 +248,27 @@ def main() -> None:
             ratio,
         ],
     ]
+    download_median = statistics.median(download_wall)
+    for h in hostile:
+        if "crashed" in h:
+            rows.append(
+                [f"hostile: {h['case']} ({h['bytes'] / MB:.0f} MB): CRASHED", 1, None, None, None, None]
+            )
+            continue
+        rows.append(
+            [
+                f"hostile: {h['case']} ({h['bytes'] / MB:.0f} MB) -> {h['outcome'][:70]}",
+                1,
+                h["wall_s"],
+                h["wall_s"],
+                h["rss_growth_mb"],
+                h["wall_s"] / download_median,
+            ]
+        )
+    bounded = [h for h in hostile if h.get("bounded")]
+    worst_peak = max((h.get("peak_rss_mb", float("inf")) for h in bounded), default=float("inf"))
+    none_crashed = all("crashed" not in h for h in hostile)
+    nesting = next((h for h in hostile if h["case"].startswith("100,000")), {})
     all_passed = all(r["verify"]["passed"] and r["verify"]["coverage"] == ["entire_file"] for r in runs)
     targets = [
         {
@@ -166,6 +289,20 @@ def main() -> None:
             "measured": "yes" if all_passed else "no",
             "met": all_passed,
         },
+        {
+            "what": "process peak RSS verifying any hostile PDF (bounded)",
+            "target": "< 512 MB",
+            "measured": f"{worst_peak:.0f} MB",
+            "met": worst_peak < 512,
+        },
+        {
+            "what": "hostile PDFs: no crash; the deep nesting is reported unreadable",
+            "target": "yes",
+            "measured": "yes"
+            if none_crashed and nesting.get("outcome", "").startswith("unreadable")
+            else "no",
+            "met": none_crashed and nesting.get("outcome", "").startswith("unreadable"),
+        },
     ]
     notes = [
         "The sandbox seals each completed PDF with pyHanko (PAdES, ETSI.CAdES.detached, RSA-2048, "
@@ -176,6 +313,10 @@ def main() -> None:
         "table and signature dictionary only) and hashes the /ByteRange in chunks, so memory does not "
         "grow with the file size. Files are on tmpfs when available (the figures compare the work, "
         "not the disk).",
+        "Hostile rows: one fresh process each, after the warm-up verification of a small sealed PDF; "
+        "'peak RSS growth' is above the RSS at the reset, the target is on the process's absolute peak "
+        "(extra.hostile). The attackers measured 3.8 s and 397 MB for a 47 MB PDF of 10^6 objects before "
+        "issue 22; the unbounded row measures the same pyHanko path here, without the bound.",
     ]
     write_result(
         "verify",
@@ -184,12 +325,14 @@ def main() -> None:
         rows=rows,
         targets=targets,
         notes=notes,
-        extra={"runs": runs, "sizes": sizes},
+        extra={"runs": runs, "sizes": sizes, "hostile": hostile},
     )
 
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
         print(json.dumps(child(json.loads(sys.argv[2]))))
+    elif len(sys.argv) == 3 and sys.argv[1] == "--hostile":
+        print(json.dumps(hostile_child(json.loads(sys.argv[2]))))
     else:
         main()

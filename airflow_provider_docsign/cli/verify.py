@@ -1,27 +1,199 @@
-"""``docsign verify``: placeholder that hands its arguments on.
+"""``docsign verify``: verify PDF signatures, or re-audit an archive from its manifest.
 
-The old entry point is ``airflow_provider_docsign.verify.main``.
+The checks live in :mod:`airflow_provider_docsign.verify` (no printing); this module prints one
+line per file (one per signature for a signed PDF) and chooses the exit status: 0 every file passes,
+1 a file fails (a signature, a changed, missing or unlisted file), 2 a file cannot be read at all
+(missing on the command line, not a PDF, a PDF that cannot be parsed) or the input is unusable (a
+manifest, a trust certificate, a fingerprint). Every file is reported, whatever happened to the others.
 
-TODO(issue 21/22): replace with a real parser (--help with an example) and CliError failures.
+With ``--json`` stdout carries the JSON document only: while the audit runs, anything that would be
+printed (a library's ``print``, a warning, a log record) goes to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import logging
+import os
+import sys
+import warnings
 from typing import Any
+
+from airflow_provider_docsign.cli._common import (
+    EXIT_CHECK_FAILED,
+    EXIT_OK,
+    EXIT_UNUSABLE,
+    CliError,
+    one_line,
+)
+
+_EPILOG = """examples:
+  docsign verify archive/env_123/01-contract.pdf
+  docsign verify --trust sealing.pem archive/env_123/01-contract.pdf
+  docsign verify --manifest copy-of-archive/env_123/manifest.json
+  docsign verify --manifest s3://bucket/contracts/env_123/manifest.json --conn-id aws_archive --by-uri
+  docsign verify --json archive/env_123/01-contract.pdf
+
+--manifest checks the files beside the manifest (by the relative paths it records), so a copy of an
+archive is audited as it is; --by-uri checks the URIs the manifest records instead.
+
+exit status: 0 every file passes, 1 a file failed, 2 a file could not be read or the input is unusable."""
 
 
 def register(subparsers: Any) -> None:
     """Add the ``verify`` subcommand."""
     parser = subparsers.add_parser(
-        "verify", help="Verify PDF signatures or re-audit an archive manifest", add_help=False
+        "verify",
+        help="Verify PDF signatures or re-audit an archive manifest",
+        description="Verify the digital signatures of PDFs, or re-audit an archive from its manifest.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("rest", nargs=argparse.REMAINDER)
+    parser.add_argument(
+        "files", nargs="*", metavar="FILE_OR_URI", help="PDF paths or URIs (s3://..., file://...)"
+    )
+    parser.add_argument(
+        "--manifest",
+        action="append",
+        default=[],
+        metavar="URI",
+        help="an archive's manifest.json: check the files beside it (repeatable)",
+    )
+    parser.add_argument(
+        "--by-uri",
+        action="store_true",
+        help="with --manifest: check the URIs the manifest records, not the files beside it",
+    )
+    parser.add_argument(
+        "--trust", action="append", default=[], metavar="PEM", help="trusted certificate file(s) (repeatable)"
+    )
+    parser.add_argument(
+        "--fingerprint",
+        action="append",
+        default=[],
+        metavar="SHA256",
+        help="pinned SHA-256 fingerprint of the signer certificate (repeatable)",
+    )
+    parser.add_argument("--conn-id", default=None, help="Airflow connection for s3:// and other stores")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON (stdout: JSON only)")
+    # Also accepted after the subcommand (python -m airflow_provider_docsign.verify --debug ...).
+    parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
+
+
+def _yes(value: bool | None) -> str:
+    return "-" if value is None else ("yes" if value else "NO")
+
+
+def lines(outcome: Any) -> list[str]:
+    """The human-readable lines of one file: one per signature, then its problems."""
+    status = outcome.status
+    report = outcome.report
+    name = one_line(outcome.file)
+    if report is None or not report.signed:
+        reason = "; ".join(outcome.problems) or "no digital signature (not required)"
+        return [f"{status}  {name}  {one_line(reason)}"]
+    out = []
+    for check in report.signatures:
+        signer = check.signer.common_name or check.signer.subject if check.signer else "?"
+        out.append(
+            f"{status}  {name}  signer={signer!r}  signed_at={check.signing_time or '-'}  "
+            f"intact={_yes(check.intact)}  valid={_yes(check.valid)}  "
+            f"coverage={check.coverage}/{check.modification_level}  trusted={_yes(check.trusted)}"
+        )
+    out.extend(f"      {one_line(problem)}" for problem in outcome.problems)
+    return out
+
+
+def _quiet_pyhanko_to_stderr() -> None:
+    """Route pyHanko's and the ``warnings`` module's records to stderr, whatever Airflow configured.
+
+    Importing Airflow may (re)configure logging with a console handler on stdout after
+    ``log_to_stderr`` ran: stdout handlers are removed again here, and the loggers that matter get
+    their own stderr handler and stop propagating.
+    """
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        stream = getattr(handler, "stream", None)
+        if stream is sys.stdout or stream is sys.__stdout__ or type(handler).__name__ == "RedirectStdHandler":
+            root.removeHandler(handler)
+    for name in ("pyhanko", "pyhanko_certvalidator", "py.warnings"):
+        logger = logging.getLogger(name)
+        for handler in list(logger.handlers):
+            logger.removeHandler(handler)
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+
+
+def _import_airflow_quietly(*, debug: bool) -> None:
+    """Import Airflow now (opening any path does), with its import-time notices kept off the output."""
+    # Airflow 2.11 warns at import (and again at exit) unless metrics use Airflow 3's unit; this
+    # command publishes no metrics, so it takes Airflow 3's default.
+    os.environ.setdefault("AIRFLOW__METRICS__TIMER_UNIT_CONSISTENCY", "True")
+    if debug:
+        return
+    # Deprecation notices are for developers, not auditors.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with contextlib.suppress(ImportError):
+            import airflow_provider_docsign._compat  # noqa: F401
+    warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.simplefilter("ignore", PendingDeprecationWarning)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the subcommand; returns the exit status."""
-    from airflow_provider_docsign.verify import main
+    if not args.files and not args.manifest:
+        raise CliError("give at least one FILE_OR_URI or --manifest URI (see docsign verify --help)")
+    if args.by_uri and not args.manifest:
+        raise CliError("--by-uri applies to --manifest only")
+    from airflow_provider_docsign import verify
+    from airflow_provider_docsign.signatures import TrustPolicy
 
-    return int(main(args.rest) or 0)
+    # Nothing but the result reaches stdout: Airflow's import-time logging, a stray print or a warning
+    # during the audit goes to stderr.
+    with contextlib.redirect_stdout(sys.stderr):
+        _import_airflow_quietly(debug=bool(getattr(args, "debug", False)))
+        _quiet_pyhanko_to_stderr()
+        try:
+            trust = TrustPolicy.from_sources(
+                [verify.to_path(p, args.conn_id) for p in args.trust], fingerprints=args.fingerprint
+            )
+        except (OSError, ValueError) as err:
+            raise CliError(f"trust policy: {type(err).__name__}: {err}") from err
+        try:
+            outcomes = verify.audit(
+                args.files, args.manifest, trust, conn_id=args.conn_id, by_uri=args.by_uri
+            )
+        except verify.UnusableInput as err:
+            raise CliError(str(err)) from err
+    if args.json:
+        print(json.dumps([o.to_dict() for o in outcomes], indent=2))
+    else:
+        for manifest in args.manifest:
+            how = (
+                "the URIs it records (--by-uri)"
+                if args.by_uri
+                else "the files beside it, by the relative paths it records"
+            )
+            print(f"manifest {one_line(manifest)}: checking {how}")
+        if any(o.lookup == verify.LOOKUP_FILE_NAME for o in outcomes):
+            print("note: the manifest records no relative paths (an older archive): files were found by name")
+        for outcome in outcomes:
+            print("\n".join(lines(outcome)))
+    unreadable = [o.file for o in outcomes if o.unreadable]
+    failed = [o.file for o in outcomes if o.problems and not o.unreadable]
+    if len(outcomes) > 1 and (unreadable or failed):
+        parts = []
+        if failed:
+            parts.append(f"{len(failed)} failed: {', '.join(failed)}")
+        if unreadable:
+            parts.append(f"{len(unreadable)} unreadable: {', '.join(unreadable)}")
+        print(one_line(f"{len(outcomes)} file(s) audited; " + "; ".join(parts)), file=sys.stderr)
+    if unreadable:
+        return EXIT_UNUSABLE
+    return EXIT_CHECK_FAILED if failed else EXIT_OK

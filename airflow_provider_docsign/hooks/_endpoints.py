@@ -15,6 +15,7 @@ from urllib.parse import quote
 from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.hooks._http import CREATE, READ, WRITE
 from airflow_provider_docsign.models import Envelope
+from airflow_provider_docsign.payloads import control_character_problems
 
 #: ``POST /envelope/get-many`` accepts 1..20 ids per call.
 GET_MANY_BATCH = 20
@@ -283,6 +284,8 @@ def reject_recipient(recipient_id: int, envelope_id: str, reason: str) -> Call:
     rid = check_int_id(recipient_id, "recipient_id")
     if not isinstance(reason, str) or not reason.strip():
         raise DocsignValidationError(["reason must be a non-empty string"])
+    if control := control_character_problems(reason, "reason"):
+        raise DocsignValidationError(control)
     body = {"envelopeId": check_str_id(envelope_id, "envelope_id"), "reason": reason}
     return Call("POST", f"/envelope/recipient/{rid}/reject", WRITE, json=body, what="reject recipient")
 

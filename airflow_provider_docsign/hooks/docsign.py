@@ -101,6 +101,7 @@ from airflow_provider_docsign.models import (
 from airflow_provider_docsign.payloads import (
     ItemPages,
     check_files_only,
+    control_character_problems,
     count_pdf_pages,
     validate_create_payload,
     validate_fields_for_envelope,
@@ -664,6 +665,7 @@ class DocsignHook(TemplateMethods, BaseHook):
             problems.append("title must not be empty")
         if not merged and not meta:
             problems.append("nothing to update: give data, meta or keyword changes")
+        problems.extend(control_character_problems(merged, "data") + control_character_problems(meta, "meta"))
         if problems:
             raise DocsignValidationError(problems, "update_envelope")
         return EnvelopeSummary.from_json(self._call(ep.update_envelope(envelope_id, merged, meta)))
@@ -761,6 +763,7 @@ class DocsignHook(TemplateMethods, BaseHook):
             order = item.get("order")
             if "order" in item and (not isinstance(order, int) or isinstance(order, bool) or order < 1):
                 problems.append(f"{where}: order must be an integer >= 1")
+            problems.extend(control_character_problems(dict(item), f"items[{index}]"))
         if problems:
             raise DocsignValidationError(problems, "update_envelope_items")
         call = ep.update_items(envelope_id, items)
@@ -1091,6 +1094,7 @@ class DocsignHook(TemplateMethods, BaseHook):
             problems.append(f"folder name must be 2-100 characters, not {name!r}")
         if folder_type not in ("DOCUMENT", "TEMPLATE"):
             problems.append(f"folder_type must be DOCUMENT or TEMPLATE, not {folder_type!r}")
+        problems.extend(control_character_problems({"name": name, "parentId": parent_id}, "folder"))
         if problems:
             raise DocsignValidationError(problems, "create_folder")
         return Folder.from_json(self._call(ep.create_folder(name, parent_id, folder_type)))
@@ -1103,6 +1107,9 @@ class DocsignHook(TemplateMethods, BaseHook):
         """
         if not changes:
             raise DocsignValidationError(["nothing to update"], "update_folder")
+        problems = control_character_problems(changes, "folder")
+        if problems:
+            raise DocsignValidationError(problems, "update_folder")
         return Folder.from_json(self._call(ep.update_folder(folder_id, _camel(changes))))
 
     def delete_folder(self, folder_id: str) -> None:

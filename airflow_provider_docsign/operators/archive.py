@@ -13,10 +13,15 @@ three phases so that a failure never leaves a partial or unverified file at a fi
    existing file is not touched;
    Then (``verify_signatures``, on by default for ``version="signed"``) every staged PDF's digital
    signature is verified with pyHanko: a failure under ``"require"`` stops here;
-3. **commit**: staged files are moved into place (an atomic rename on a local disk; on object stores
-   the object appears whole or not at all), then ``manifest.json`` is written atomically beside them.
+3. **commit**: ``manifest.json`` is written under a temporary name first (a full disk fails here,
+   before anything moves), then staged files are moved into place (an atomic rename on a local disk;
+   on object stores the object appears whole or not at all), then the manifest is renamed into place.
 
-Every temporary object is removed on failure. No HTTP here: all service calls go through the hook.
+Before anything is downloaded, every final and temporary local path is resolved and must lie inside
+the destination's resolved root: a symlinked folder or file name leading outside fails the task
+(:class:`DocsignArchiveEscapeError`) with nothing written. Object stores have no symbolic links, so
+there the check is moot. Every temporary object is removed on failure. No HTTP here: all service
+calls go through the hook.
 """
 
 from __future__ import annotations
@@ -61,6 +66,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DocsignArchiveConflictError",
     "DocsignArchiveError",
+    "DocsignArchiveEscapeError",
+    "DocsignArchiveSignatureError",
     "DocsignArchiveSignedDocumentsOperator",
     "DocsignEnvelopeFailedError",
     "DocsignEnvelopeNotReadyError",
@@ -93,6 +100,28 @@ class DocsignArchiveConflictError(AirflowFailException, DocsignError):  # type: 
 
 class DocsignEnvelopeFailedError(AirflowFailException, DocsignError):  # type: ignore[misc]
     """The envelope was rejected or cancelled: its documents will never be signed. No retries."""
+
+
+class DocsignArchiveEscapeError(AirflowFailException, DocsignError):  # type: ignore[misc]
+    """An archive path would lead outside the destination (a symlinked folder or file name).
+
+    Nothing was written. A retry would meet the same link, so the task fails without retries; remove
+    the link (or archive elsewhere) and clear the task.
+    """
+
+
+class DocsignArchiveSignatureError(AirflowFailException, DocsignSignatureError):  # type: ignore[misc]
+    """A downloaded PDF failed signature verification under ``verify_signatures="require"``. No retries.
+
+    A retry cannot help: it downloads the same bytes again. The service stores the sealed PDF once
+    and serves it unchanged, and a download that was cut short or altered in transit is already
+    caught before verification (content type, ``%PDF-`` magic, size and SHA-256 cross-checked with
+    the hook). So a signature that does not verify, a missing signature, a change after signing or an
+    untrusted signer is a property of the document (or of the trust policy), and the task fails at
+    once instead of spending its retries. It is a
+    :class:`~airflow_provider_docsign.exceptions.DocsignSignatureError`, so code catching that
+    still catches it.
+    """
 
 
 # -- storage ------------------------------------------------------------------------------------
@@ -153,6 +182,9 @@ class _Store:
         self.root: Any = root.absolute() if self.local else root
         if self.local and self.root.exists() and not self.root.is_dir():
             raise ValueError(f"destination {self.root} exists and is not a directory")
+        # The root itself may be a link (/archive -> /mnt/disk/archive): what is inside is judged
+        # against where it really is.
+        self.real_root: Path | None = Path(os.path.realpath(self.root)) if self.local else None
 
     @property
     def uri(self) -> str:
@@ -161,7 +193,28 @@ class _Store:
 
     def path(self, name: str) -> Any:
         with _quiet_upath():
-            return self.root.joinpath(*name.split("/"))
+            target = self.root.joinpath(*name.split("/"))
+        self.check_inside(target, name)
+        return target
+
+    def check_inside(self, target: Any, name: str) -> None:
+        """Refuse a local path that resolves (through symlinks) outside the destination's real root.
+
+        Every final and temporary path goes through here before anything is created or written, so
+        a symlinked envelope folder or final file name that leads elsewhere fails the task with
+        nothing written. Object stores have no symlinks (a key is a key), so the check is moot there.
+
+        :raises DocsignArchiveEscapeError: When ``target`` lies outside the destination.
+        """
+        if not self.local or self.real_root is None:
+            return  # object store: no links, nothing to resolve
+        real = Path(os.path.realpath(target))
+        if real == self.real_root or not real.is_relative_to(self.real_root):
+            raise DocsignArchiveEscapeError(
+                f"refusing to write {name!r}: {target} resolves to {real}, outside the destination "
+                f"{self.real_root} (a symbolic link in the way?). Nothing was written; remove the link "
+                "or choose another destination"
+            )
 
     def uri_of(self, name: str) -> str:
         return _uri_of(self.path(name))
@@ -169,7 +222,9 @@ class _Store:
     def temp_for(self, name: str) -> Any:
         final = self.path(name)
         with _quiet_upath():
-            return final.parent / f".{final.name}.{secrets.token_hex(6)}.partial"
+            temp = final.parent / f".{final.name}.{secrets.token_hex(6)}.partial"
+        self.check_inside(temp, name)
+        return temp
 
     def ensure_parent(self, target: Any) -> None:
         if not self.local:
@@ -189,6 +244,8 @@ class _Store:
     def open_new(self, target: Any) -> IO[bytes]:
         self.ensure_parent(target)
         if self.local:
+            # O_EXCL with O_CREAT never follows a link at the last component; the folders above were
+            # checked by check_inside.
             return open(target, "xb")
         return target.open("wb")  # type: ignore[no-any-return]
 
@@ -248,19 +305,32 @@ class _Store:
             except OSError:
                 continue
 
-    def write_atomic(self, name: str, data: bytes) -> None:
-        final = self.path(name)
+    def stage_bytes(self, name: str, data: bytes) -> Any:
+        """Write ``data`` under a temporary name beside ``name``; returns it (removed on failure)."""
         temp = self.temp_for(name)
-        fh = self.open_new(temp)
         try:
+            fh = self.open_new(temp)
             with fh:
                 fh.write(data)
                 _sync(fh, local=self.local)
-            if self.local:
-                os.replace(temp, final)
-                _fsync_dir(final.parent)
-            else:
-                temp.rename(final)  # a server-side copy that replaces the old object whole
+        except BaseException:
+            self.remove(temp)
+            raise
+        return temp
+
+    def replace(self, temp: Any, name: str) -> None:
+        """Move a staged file to ``name``, replacing what is there (atomically on a local disk)."""
+        final = self.path(name)
+        if self.local:
+            os.replace(temp, final)
+            _fsync_dir(final.parent)
+        else:
+            temp.rename(final)  # a server-side copy that replaces the old object whole
+
+    def write_atomic(self, name: str, data: bytes) -> None:
+        temp = self.stage_bytes(name, data)
+        try:
+            self.replace(temp, name)
         except BaseException:
             self.remove(temp)
             raise
@@ -374,8 +444,10 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
         emit the rendered destination's Asset through; use it with templated destinations.
     :param verify_signatures: ``"require"`` (default for ``version="signed"``; ``"record"`` when
         ``require_completed`` is off, since an unfinished envelope's download is unsigned): every item
-        must carry a digital signature that is intact, valid, unchanged after signing (beyond form filling and
-        annotations) and, with a trust policy, trusted; otherwise the task fails with
+        must carry a digital signature that is intact, valid, unchanged after signing (beyond form filling
+        and signature/timestamp updates: an added annotation fails, see
+        :data:`~airflow_provider_docsign.signatures.MODIFICATION_ALLOWED`) and, with a trust policy,
+        trusted; otherwise the task fails with
         :class:`~airflow_provider_docsign.exceptions.DocsignSignatureError` before anything is moved
         to a final name. ``"record"``: the result is recorded in the manifest and the task goes on.
         ``"off"`` (default for the other versions): not verified. The audit log and certificate are
@@ -416,6 +488,11 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
         validate_filename_template(filename_template)
         if manifest_name is not None:
             validate_filename_template(manifest_name, allowed=MANIFEST_FIELDS)
+            if "/" in manifest_name or "\\" in manifest_name:
+                raise ValueError(
+                    f"manifest_name {manifest_name!r} must be a file name: the manifest is written in the "
+                    "folder that holds the files, and records their paths relative to it"
+                )
             if manifest_name.lower().endswith(".pdf"):
                 raise ValueError(f"manifest_name {manifest_name!r} must not end in .pdf")
         if asset_alias is not None and (not isinstance(asset_alias, str) or not asset_alias.strip()):
@@ -550,14 +627,18 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
             self.version,
             store.uri,
         )
+        for _kind, name, _item in plan:  # before any download: a link out of the destination fails now
+            store.temp_for(name)
+        if manifest_name:
+            store.temp_for(manifest_name)
         staged: list[_Staged] = []
+        manifest_temp: Any = None
         try:
             for kind, name, item in plan:
                 staged.append(self._stage(store, envelope, kind, name, item))
             if self.verify_signatures != "off":
                 self._verify(staged)
             records = self._compare(store, staged, manifest_name, envelope.id)
-            self._commit(store, staged, records)
             manifest = build_manifest(
                 envelope={
                     "id": envelope.id,
@@ -571,13 +652,26 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
                 version=self.version,
                 archived_at=_now(),
                 files=records,
+                manifest_name=manifest_name,
             )
             if manifest_name:
+                # Written (under a temporary name) before any file moves into place: a full disk
+                # fails here, with nothing archived.
                 body = json.dumps(manifest, indent=2, sort_keys=False).encode("utf-8") + b"\n"
-                store.write_atomic(manifest_name, body)
+                manifest_temp = self._write_manifest(
+                    store, manifest_name, lambda: store.stage_bytes(manifest_name, body)
+                )
+            self._commit(store, staged, records)
+            if manifest_name:
+                self._write_manifest(
+                    store, manifest_name, lambda: store.replace(manifest_temp, manifest_name)
+                )
+                manifest_temp = None
         except BaseException:
             for entry in staged:
                 store.remove(entry.temp)
+            if manifest_temp is not None:
+                store.remove(manifest_temp)
             store.remove_created_dirs()  # only directories this run created and left empty
             raise
         for record in records:
@@ -590,6 +684,20 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
         except Exception:  # the link is a convenience; never fail an archive over it
             self.log.debug("Could not store the envelope link", exc_info=True)
         return manifest
+
+    def _write_manifest(self, store: _Store, manifest_name: str, write: Callable[[], Any]) -> Any:
+        """Run one step of writing the manifest; an OS error fails the task naming where and why.
+
+        A retry (or the next run) completes the archive: files already in place are "unchanged".
+        """
+        try:
+            return write()
+        except OSError as err:
+            raise DocsignArchiveError(
+                f"writing the manifest {store.uri_of(manifest_name)} in the destination {store.uri} failed: "
+                f"{type(err).__name__}: {err}. Files already moved into place stay; the next run "
+                "finds them unchanged and writes the manifest"
+            ) from err
 
     def _download(self, kind: str, envelope: Envelope, item: Any) -> Callable[[Any], DownloadResult]:
         if kind == "item":
@@ -666,7 +774,7 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
             if reason:
                 failures.append((record.uri, reason))
         if failures and self.verify_signatures == "require":
-            raise DocsignSignatureError(failures)
+            raise DocsignArchiveSignatureError(failures)
         for uri, reason in failures:
             self.log.warning("Signature check failed for %s (verify_signatures='record'): %s", uri, reason)
 
@@ -686,6 +794,8 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
         if not store.exists(target):
             return None
         uri = store.uri_of(manifest_name)
+        if store.local and not target.is_file():
+            return uri  # a directory (or something else) where the manifest file goes
         if store.size(target) > _MAX_MANIFEST_BYTES:
             return uri
         try:

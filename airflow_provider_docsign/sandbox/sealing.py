@@ -195,7 +195,7 @@ def write_modified(source: str | os.PathLike[str], target: str | os.PathLike[str
     """Copy a sealed PDF and append an incremental update that changes page 1's content.
 
     The new revision draws text onto the first page after the signature: pyHanko's difference
-    analysis reports it as a modification beyond form filling and annotations.
+    analysis reports it as modification level ``other`` (a content change), which fails.
     """
     from pyhanko.pdf_utils import generic
     from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter

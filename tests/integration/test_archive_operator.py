@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 from helpers import signer
 
-from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS
+from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS, AirflowFailException
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.operators.archive import (
     DocsignArchiveConflictError,
     DocsignArchiveError,
+    DocsignArchiveEscapeError,
     DocsignArchiveSignedDocumentsOperator,
     DocsignEnvelopeFailedError,
     DocsignEnvelopeNotReadyError,
@@ -62,11 +63,13 @@ def make_envelope(
             title=f"Contract {number}", files=files, recipients=[SIGNER], external_id=external_id
         )
         if titles is not None:
+            # Titles as another client of the service may set them: the hook itself refuses control
+            # characters (issue 22), so the update goes out through its HTTP layer unvalidated.
+            from airflow_provider_docsign.hooks import _endpoints as ep
+
             items = hook.get_envelope(envelope_id).items
-            hook.update_envelope_items(
-                envelope_id,
-                [{"envelopeItemId": item.id, "title": t} for item, t in zip(items, titles, strict=True)],
-            )
+            data = [{"envelopeItemId": item.id, "title": t} for item, t in zip(items, titles, strict=True)]
+            hook._call(ep.update_items(envelope_id, data))
         if status == "DRAFT":
             return envelope_id
         hook.distribute_envelope(envelope_id)
@@ -436,3 +439,78 @@ def test_pending_version_while_pending_and_signed_without_require_completed(
     assert [e["sha256"] for e in unsigned["files"]] == [
         _sha(sandbox.item_bytes(e["item_id"], "original")) for e in unsigned["files"]
     ]
+
+
+def test_a_symlinked_envelope_folder_leading_outside_is_refused_and_nothing_written(
+    make_envelope: Callable[..., str], sandbox: SandboxServer, tmp_path: Path
+) -> None:
+    envelope_id = make_envelope("COMPLETED", external_id="LINKED-1")
+    dest = tmp_path / "archive"
+    dest.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (dest / "LINKED-1").symlink_to(outside, target_is_directory=True)
+    sandbox.clear_requests()
+
+    with pytest.raises(DocsignArchiveEscapeError, match=r"outside the destination") as info:
+        _archive(envelope_id=envelope_id, destination=str(dest))
+
+    assert isinstance(info.value, AirflowFailException)  # a retry would meet the same link
+    assert "LINKED-1/01-Service agreement.pdf" in str(info.value)
+    assert list(outside.iterdir()) == []
+    assert [p.name for p in dest.iterdir()] == ["LINKED-1"]
+    # refused before any download
+    assert not [r for r in sandbox.requests() if "download" in r["path"]]
+
+
+def test_a_final_name_linked_to_an_outside_file_is_refused_not_unchanged(
+    make_envelope: Callable[..., str], sandbox: SandboxServer, tmp_path: Path
+) -> None:
+    envelope_id = make_envelope("COMPLETED", external_id="LINKED-2", n=1)
+    first = _archive(envelope_id=envelope_id, destination=str(tmp_path / "first"))
+    outside = tmp_path / "outside.pdf"
+    outside.write_bytes(Path(first["files"][0]["uri"][len("file://") :]).read_bytes())  # identical bytes
+    dest = tmp_path / "archive"
+    (dest / "LINKED-2").mkdir(parents=True)
+    (dest / "LINKED-2" / "01-Service agreement.pdf").symlink_to(outside)
+    before = outside.read_bytes()
+
+    with pytest.raises(DocsignArchiveEscapeError, match=r"01-Service agreement\.pdf"):
+        _archive(envelope_id=envelope_id, destination=str(dest))
+
+    assert outside.read_bytes() == before
+    assert sorted(p.name for p in (dest / "LINKED-2").iterdir()) == ["01-Service agreement.pdf"]
+
+
+def test_a_failed_manifest_write_names_destination_and_cause_and_the_next_run_completes(
+    make_envelope: Callable[..., str], tmp_path: Path
+) -> None:
+    envelope_id = make_envelope("COMPLETED", external_id="MANIFEST-1", n=2)
+    dest = tmp_path / "archive"
+    blocker = dest / "MANIFEST-1" / "manifest.json"
+    blocker.mkdir(parents=True)  # a directory where the manifest file must go: the write fails
+
+    with pytest.raises(DocsignArchiveError) as info:
+        _archive(envelope_id=envelope_id, destination=str(dest), overwrite=True)
+
+    message = str(info.value)
+    assert f"in the destination file://{dest}" in message
+    assert "IsADirectoryError" in message
+    assert not isinstance(info.value, AirflowFailException)  # retryable: the next run completes it
+    assert not [p for p in _files_under(dest) if p.name.endswith(".partial")]
+
+    blocker.rmdir()
+    manifest = _archive(envelope_id=envelope_id, destination=str(dest))
+    assert [e["outcome"] for e in manifest["files"]] == ["unchanged", "unchanged"]
+    assert json.loads(blocker.read_text()) == manifest
+
+
+def test_a_directory_at_the_manifest_name_is_a_conflict_without_overwrite(
+    make_envelope: Callable[..., str], tmp_path: Path
+) -> None:
+    envelope_id = make_envelope("COMPLETED", external_id="MANIFEST-2", n=1)
+    dest = tmp_path / "archive"
+    (dest / "MANIFEST-2" / "manifest.json").mkdir(parents=True)
+    with pytest.raises(DocsignArchiveConflictError, match="manifest"):
+        _archive(envelope_id=envelope_id, destination=str(dest))
+    assert _files_under(dest) == []

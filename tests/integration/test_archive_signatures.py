@@ -16,6 +16,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from helpers import completed_envelope, conn_json, self_signed_certificate
 
+from airflow_provider_docsign._compat import AirflowFailException
 from airflow_provider_docsign.exceptions import DocsignSignatureError
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.operators.archive import DocsignArchiveSignedDocumentsOperator
@@ -86,7 +87,7 @@ def test_completed_envelope_is_archived_with_verified_signatures(
     [
         ("tamper_signed", "digest over /ByteRange does not match"),
         ("unsigned", "no digital signature"),
-        ("modified_after_signing", "changed after signing beyond form filling and annotations"),
+        ("modified_after_signing", "changed after signing (modification level other)"),
     ],
 )
 def test_each_signature_fault_fails_the_task_and_leaves_nothing(
@@ -101,6 +102,8 @@ def test_each_signature_fault_fails_the_task_and_leaves_nothing(
     message = str(info.value)
     assert reason in message
     assert "01-Agreement.pdf" in message  # the file is named
+    # A retry downloads the same bytes: the task fails at once, without spending its retries.
+    assert isinstance(info.value, AirflowFailException)
     assert len(info.value.failures) == 1  # only the first download was broken
     assert _files_under(dest) == []  # no file at a final name, no manifest, no temporary left
 

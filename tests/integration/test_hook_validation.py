@@ -10,6 +10,7 @@ from typing import Any
 import helpers
 import pytest
 from helpers import sig
+from template_helpers import mapped, onboarding_recipients
 
 from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.hooks.docsign import DocsignHook
@@ -191,3 +192,100 @@ def test_bad_ids_never_reach_the_service(hook: DocsignHook, sandbox: SandboxServ
         hook.download_envelope_item("envelope_item_x", tmp_path / "a.pdf", overwrite=False)
     assert sandbox.requests() == []
     assert (tmp_path / "a.pdf").read_bytes() == b"x"
+
+
+# -- control characters, e-mails, ASCII numbers (issue 22) ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"title": "Contract\x00"}, "title"),
+        ({"title": "Contract\r\nX-Forged: 1"}, "title"),
+        ({"external_id": "ext\x00-1"}, "externalId"),
+        ({"recipients": [signer(name="Val\x00")]}, "recipients[0].name"),
+        ({"meta": {"subject": "Please sign\x07"}}, "meta.subject"),
+    ],
+)
+def test_control_characters_are_refused_naming_the_field(
+    hook: DocsignHook,
+    sandbox: SandboxServer,
+    make_pdf: Callable[..., Path],
+    kwargs: dict[str, Any],
+    field: str,
+) -> None:
+    kwargs.setdefault("recipients", [signer()])
+    problems = refused(hook, sandbox, files=[make_pdf()], **kwargs)
+    assert len(problems) == 1
+    assert problems[0].startswith(f"{field} contains the control character U+")
+
+
+def test_tabs_and_message_line_breaks_are_allowed(
+    hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path]
+) -> None:
+    envelope_id = hook.create_envelope(
+        title="Contract\tQ3",
+        files=[make_pdf()],
+        recipients=[signer()],
+        meta={"subject": "Please sign", "message": "Hello,\r\nplease sign.\n"},
+    )
+    assert hook.get_envelope(envelope_id).title == "Contract\tQ3"
+
+
+def test_email_is_stripped_once_and_sent_stripped(
+    hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path]
+) -> None:
+    envelope_id = hook.create_envelope(
+        title="Spaces", files=[make_pdf()], recipients=[signer(email="  spaced@example.com \t")]
+    )
+    assert [r.email for r in hook.get_envelope(envelope_id).recipients] == ["spaced@example.com"]
+    (recipient,) = hook.create_recipients(
+        envelope_id, [{"email": " second@example.com ", "name": "Second", "role": "CC"}]
+    )
+    assert recipient.email == "second@example.com"
+
+
+def test_control_characters_in_updates_folders_and_reasons_are_refused(
+    hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path]
+) -> None:
+    envelope_id = hook.create_envelope(title="Updates", files=[make_pdf()], recipients=[signer()])
+    item_id = hook.get_envelope(envelope_id).items[0].id
+    sandbox.clear_requests()
+    with pytest.raises(DocsignValidationError, match=r"data\.title contains the control character U\+0000"):
+        hook.update_envelope(envelope_id, title="Renamed\x00")
+    with pytest.raises(DocsignValidationError, match=r"items\[0\]\.title contains the control character"):
+        hook.update_envelope_items(envelope_id, [{"envelopeItemId": item_id, "title": "a\x1bb"}])
+    with pytest.raises(DocsignValidationError, match=r"folder\.name contains the control character"):
+        hook.create_folder("Contracts\x00")
+    with pytest.raises(DocsignValidationError, match=r"recipients\[0\]\.name contains the control character"):
+        hook.update_recipients(envelope_id, [{"id": 1, "name": "Val\n"}])
+    with pytest.raises(DocsignValidationError, match=r"reason contains the control character U\+000A"):
+        hook.reject_recipient(1, envelope_id=envelope_id, reason="no\nX-Forged: yes")
+    assert sandbox.requests() == []
+    assert hook.get_envelope(envelope_id).title == "Updates"
+
+
+@pytest.mark.parametrize("number", ["\u0661\u0662\u0663", "\uff11\uff12\uff13"])  # Arabic-Indic, full-width
+def test_template_use_refuses_non_ascii_digits_and_nul_and_creates_nothing(
+    hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path], number: str
+) -> None:
+    template_id = hook.create_template(
+        title="Validation NDA", files=[make_pdf("nda.pdf", pages=2)], recipients=onboarding_recipients()
+    )
+    before = sorted(e.id for e in hook.find_envelopes())
+    sandbox.clear_requests()
+    recipients = mapped()
+    recipients[0] = {**recipients[0], "name": "Buyer\x00"}
+    with pytest.raises(DocsignValidationError) as info:
+        hook.use_template(
+            template_id,
+            recipients=recipients,
+            prefill_fields={"amount": number},
+            external_id="use\x00-1",
+        )
+    text = "\n".join(info.value.problems)
+    assert f"{number!r} is not a number" in text
+    assert "recipients[0].name contains the control character U+0000" in text
+    assert "external_id contains the control character U+0000" in text
+    assert [r["method"] for r in sandbox.requests()] == ["GET"]  # only the template was read
+    assert sorted(e.id for e in hook.find_envelopes()) == before

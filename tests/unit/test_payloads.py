@@ -195,3 +195,77 @@ def test_recipients_for_envelope() -> None:
     with pytest.raises(DocsignValidationError):
         validate_recipients_for_envelope([{"name": "A"}], update=True)
     assert validate_recipients_for_envelope([{"id": 4, "name": "B"}], update=True)[0]["id"] == 4
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"title": "Con\x00tract"}, "title"),
+        ({"external_id": "ext\x1f"}, "externalId"),
+        ({"recipients": [signer(name="Sam\x00")]}, "recipients[0].name"),
+        (
+            {"recipients": [signer(sig(fieldMeta={"type": "signature", "label": "x\x0b"}))]},
+            "recipients[0].fields[0].fieldMeta.label",
+        ),
+        ({"meta": {"subject": "s\x00"}}, "meta.subject"),
+        ({"meta": {"message": "line\x00"}}, "meta.message"),
+        ({"payload_extra": {"visibility": "EVERY\x00ONE"}}, "visibility"),
+    ],
+)
+def test_control_characters_are_refused_naming_the_field(
+    make_pdf: Callable[..., Path], kwargs: dict[str, Any], field: str
+) -> None:
+    kwargs.setdefault("recipients", [signer()])
+    problems = problems_of(files=[make_pdf()], **kwargs)
+    assert [p for p in problems if "control character" in p] == [
+        next(p for p in problems if p.startswith(f"{field} contains the control character U+"))
+    ]
+
+
+def test_tab_everywhere_and_line_breaks_in_the_message_are_allowed(make_pdf: Callable[..., Path]) -> None:
+    payload, _ = validate_create_payload(
+        title="Q3\tcontract",
+        files=[make_pdf()],
+        recipients=[signer()],
+        meta={"message": "Hello,\r\nplease sign.\n"},
+    )
+    assert payload["title"] == "Q3\tcontract"
+    problems = problems_of(files=[make_pdf()], recipients=[signer()], meta={"subject": "a\nb"})
+    assert problems == [
+        "meta.subject contains the control character U+000A at position 1; remove it (only tabs are allowed)"
+    ]
+
+
+def test_email_is_stripped_once_and_the_stripped_value_is_sent(make_pdf: Callable[..., Path]) -> None:
+    payload, _ = validate_create_payload(
+        title="t", files=[make_pdf()], recipients=[signer(email="  a@example.com\t ")]
+    )
+    assert payload["recipients"][0]["email"] == "a@example.com"
+    (sent,) = validate_recipients_for_envelope([{"email": " b@example.com ", "name": "B", "role": "CC"}])
+    assert sent["email"] == "b@example.com"
+    problems = problems_of(files=[make_pdf()], recipients=[signer(email=" not an email ")])
+    assert any("'not an email' is not a valid e-mail address" in p for p in problems)
+
+
+def test_control_characters_in_fields_and_recipient_updates() -> None:
+    items = [ItemPages(id="item_1", title="a.pdf", page_count=1)]
+    recipients = {7: Recipient(id=7, email="s@example.com", role="SIGNER")}
+    field = {
+        "recipientId": 7,
+        "type": "TEXT",
+        "page": 1,
+        "positionX": 1,
+        "positionY": 1,
+        "width": 5,
+        "height": 5,
+    }
+    with pytest.raises(
+        DocsignValidationError, match=r"fields\[0\]\.fieldMeta\.label contains the control character U\+0000"
+    ):
+        validate_fields_for_envelope(
+            [{**field, "fieldMeta": {"type": "text", "label": "a\x00"}}], items=items, recipients=recipients
+        )
+    with pytest.raises(
+        DocsignValidationError, match=r"recipients\[0\]\.name contains the control character U\+0008"
+    ):
+        validate_recipients_for_envelope([{"id": 3, "name": "B\x08"}], update=True)

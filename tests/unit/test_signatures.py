@@ -185,3 +185,66 @@ def test_fingerprint_forms() -> None:
     assert normalize_fingerprint(":".join(["AB"] * 32)) == hexa
     with pytest.raises(ValueError, match="SHA-256"):
         normalize_fingerprint("abcd")
+
+
+def test_an_added_annotation_is_modification_level_other_and_fails(tmp_path: Path) -> None:
+    """The real policy (signatures.MODIFICATION_ALLOWED): pyHanko classes an annotation-only update
+    as ``other``, and it fails, with a message that names that level."""
+    from hostile_pdfs import add_annotation
+
+    from airflow_provider_docsign.sandbox.sealing import Sealer
+
+    sealed = tmp_path / "sealed.pdf"
+    (tmp_path / "sandbox-data").mkdir()
+    Sealer(tmp_path / "sandbox-data").seal(_blank_pdf(tmp_path / "blank.pdf"), sealed, "2026-01-01T00:00:00Z")
+    assert verify_pdf_signatures(sealed).passed
+    annotated = add_annotation(sealed, tmp_path / "annotated.pdf")
+
+    report = verify_pdf_signatures(annotated)
+    (check,) = report.signatures
+    assert check.intact
+    assert check.valid
+    assert check.coverage == "entire_revision"
+    assert check.modification_level == "other"
+    assert not report.passed
+    assert "modification level other" in check.problems[0]
+    assert "added annotations" in check.problems[0]
+
+
+def test_deeply_nested_acroform_is_an_unreadable_pdf(tmp_path: Path) -> None:
+    from hostile_pdfs import deeply_nested_pdf
+
+    deep = deeply_nested_pdf(tmp_path / "deep.pdf", depth=100_000)
+    with pytest.raises(UnreadablePdfError, match=r"deep\.pdf .*nested too deeply"):
+        verify_pdf_signatures(deep)
+
+
+def test_the_memory_bound_stops_only_that_verification(tmp_path: Path) -> None:
+    """A structure that needs more memory than the bound is unreadable; the next file verifies."""
+    from hostile_pdfs import many_fields_pdf
+
+    from airflow_provider_docsign import signatures
+
+    big = many_fields_pdf(tmp_path / "fields.pdf", 100_000)
+    with (
+        open(big, "rb") as fh,
+        pytest.raises(UnreadablePdfError, match=r"fields\.pdf .*more than 1 MiB of memory"),
+    ):
+        signatures._verify_stream(fh, None, str(big), max_memory=1024 * 1024, max_seconds=None)
+    # No stray asynchronous exception is left behind for the thread.
+    assert verify_pdf_signatures(SEALED / "29_sealed_signed.pdf").passed
+    assert verify_pdf_signatures(SEALED / "29_sealed_signed.pdf").passed
+
+
+def test_the_archive_operator_names_an_unreadable_staged_file(tmp_path: Path) -> None:
+    from hostile_pdfs import deeply_nested_pdf
+
+    from airflow_provider_docsign.operators import _verify
+
+    deep = deeply_nested_pdf(tmp_path / ".01-contract.pdf.abc.partial")
+    report, problem = _verify.verify_file(deep, "file:///archive/ENV-1/01-contract.pdf", None)
+    assert report is None
+    reason = _verify.failure_reason(report, problem, signature_required=True)
+    assert reason is not None
+    assert "file:///archive/ENV-1/01-contract.pdf cannot be read as a PDF" in reason
+    assert "nested too deeply" in reason

@@ -206,3 +206,33 @@ def test_sending_needs_a_signature_field_for_every_signer() -> None:
     assert payload["distributeDocument"] is False
     with pytest.raises(DocsignValidationError, match="SIGNER without a signature field"):
         validate_use_payload(template, recipients=_customer(), distribute=True)
+
+
+@pytest.mark.parametrize("number", ["\u0661\u0662\u0663", "\uff11\uff12\uff13", "1\u00a02"])
+def test_number_prefill_takes_ascii_digits_only(number: str) -> None:
+    problems = _problems(recipients=_customer(), prefill_fields={"amount": number})
+    assert problems == [
+        f"prefill_fields[0] (field {NUMBER} NUMBER 'amount'): {number!r} is not a number (e.g. '1250.50')"
+    ]
+
+
+def test_control_characters_are_refused_naming_the_field() -> None:
+    problems = _problems(
+        recipients=[{"id": CUSTOMER, "email": "buyer@peer.test", "name": "Buyer\x00"}],
+        prefill_fields={"company": "ACME\x00"},
+        external_id="ext\r\n",
+        override={"title": "NDA\x1b", "message": "Hello,\nplease sign"},
+    )
+    assert [p.split(" contains")[0] for p in problems] == [
+        "recipients[0].name",
+        "prefill_fields.company",
+        "external_id",
+        "override.title",
+    ]
+
+
+def test_email_is_stripped_once_and_sent_stripped() -> None:
+    payload, _, _ = validate_use_payload(
+        _template(), recipients=[{"id": CUSTOMER, "email": "  buyer@peer.test \t", "name": "Buyer"}]
+    )
+    assert payload["recipients"][0]["email"] == "buyer@peer.test"
