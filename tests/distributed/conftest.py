@@ -93,9 +93,9 @@ class Api:
         return list(self.get(f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances", limit=1000)["task_instances"])
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """The distributed stack of this session; stopped by PID, its logs copied to pytest's temp dir."""
+    """The stack of this group, stopped by PID after its last test; logs copied to pytest's temp dir."""
     stack = Stack(auto_sign_after=15.0, poke_interval=3.0)
     try:
         stack.start()
@@ -118,17 +118,17 @@ def _no_pg(_dir: str, names: list[str]) -> list[str]:
     return [n for n in names if n in ("tmp", "cwd")]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def api(stack: Stack) -> Api:
     return Api(stack)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def sandbox(stack: Stack) -> StackSandbox:
     return StackSandbox(stack.sandbox_url, API_KEY)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def s3(stack: Stack) -> Any:
     import boto3
 
@@ -141,7 +141,7 @@ def s3(stack: Stack) -> Any:
     )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def db(stack: Stack) -> Iterator[Any]:
     """A psycopg2 connection to the stack's metadata database (autocommit, read only by the tests)."""
     import psycopg2

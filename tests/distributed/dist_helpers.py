@@ -1,4 +1,4 @@
-"""Helpers of the distributed tests (a module with a unique name, so tests can import it)."""
+"""Helpers of the distributed tests, imported relatively by the tests of this package."""
 
 from __future__ import annotations
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from dist_helpers import archive_prefix, assert_signed_bytes, hostnames, keys, manifests
 from stack import ARCHIVE_BUCKET, Stack
+
+from .dist_helpers import archive_prefix, assert_signed_bytes, hostnames, keys, manifests
 
 pytestmark = pytest.mark.distributed
 

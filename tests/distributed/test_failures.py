@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from dist_helpers import archive_prefix, hostnames, manifests
 from stack import Stack
+
+from .dist_helpers import archive_prefix, hostnames, manifests
 
 pytestmark = pytest.mark.distributed
 
