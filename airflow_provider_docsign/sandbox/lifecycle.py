@@ -227,6 +227,15 @@ def redistribute(
     return response
 
 
+def _pending_envelope(store: Any, envelope_id: str, path: str, verb: str) -> None:
+    """Refuse, with the service's error, a test control on an envelope that is missing or not PENDING."""
+    env = store.get("envelope", envelope_id)
+    if env is None:
+        raise app_error(path, "NOT_FOUND", "Envelope could not be found")
+    if env["status"] != "PENDING":
+        raise app_error(path, "INVALID_REQUEST", f"Envelope {envelope_id} must be pending to {verb}")
+
+
 def expire(state: SandboxState, envelope_id: str, recipient_id: int | None) -> list[int]:
     """Test control: a recipient's signing link (or every unsigned non-CC one's) expires now.
 
@@ -236,11 +245,7 @@ def expire(state: SandboxState, envelope_id: str, recipient_id: int | None) -> l
     path = "sandbox.expire"
     store = state.store
     with store.tx():
-        env = store.get("envelope", envelope_id)
-        if env is None:
-            raise app_error(path, "NOT_FOUND", "Envelope could not be found")
-        if env["status"] != "PENDING":
-            raise app_error(path, "INVALID_REQUEST", f"Envelope {envelope_id} must be pending to expire")
+        _pending_envelope(store, envelope_id, path, "expire")
         recipients = [
             r
             for r in store.recipients_of(envelope_id)
@@ -314,11 +319,7 @@ def sign(state: SandboxState, envelope_id: str, recipient_id: int | None) -> lis
     path = "sandbox.sign"
     store = state.store
     with store.tx():
-        env = store.get("envelope", envelope_id)
-        if env is None:
-            raise app_error(path, "NOT_FOUND", "Envelope could not be found")
-        if env["status"] != "PENDING":
-            raise app_error(path, "INVALID_REQUEST", f"Envelope {envelope_id} must be pending to sign")
+        _pending_envelope(store, envelope_id, path, "sign")
         recipients = store.recipients_of(envelope_id)
         if recipient_id is not None:
             chosen = [r for r in recipients if r["id"] == recipient_id]
