@@ -111,13 +111,24 @@ def _ellipsis_arguments(tree: ast.AST) -> int:
     return count
 
 
+#: Provider modules that exist only on Airflow 3 (importing them on 2.11 raises an ImportError that
+#: says so): a sample importing one at top level is an Airflow 3 sample.
+AIRFLOW3_ONLY_MODULES = frozenset({"airflow_provider_docsign.triggers.webhook"})
+
+
 def _airflow_has(tree: ast.Module) -> bool:
     """Whether the installed Airflow has every ``airflow.sdk`` name the block imports unguarded.
 
     A top-level ``from airflow.sdk import AssetWatcher`` marks a sample as Airflow 3 only; one inside
-    ``try:`` (with a fallback for 2.11) does not.
+    ``try:`` (with a fallback for 2.11) does not. So does a top-level import of a provider module in
+    :data:`AIRFLOW3_ONLY_MODULES`.
     """
+    import airflow
+
+    airflow3 = int(airflow.__version__.split(".")[0]) >= 3
     for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module in AIRFLOW3_ONLY_MODULES and not airflow3:
+            return False
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("airflow.sdk"):
             try:
                 module = importlib.import_module(node.module or "")

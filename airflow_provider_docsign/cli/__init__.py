@@ -9,6 +9,7 @@ the modules it calls return values or raise.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from airflow_provider_docsign.cli._common import (
     isolate_airflow_home,
     log_to_stderr,
     one_line,
+    process_state_restored,
 )
 from airflow_provider_docsign.exceptions import DocsignError
 
@@ -103,13 +105,15 @@ def _subcommand_parser(command: str, prog: str) -> argparse.ArgumentParser:
     return sub
 
 
-def run(argv: Sequence[str] | None, *, prog: str = "docsign") -> int:
+def run(argv: Sequence[str] | None, *, prog: str = "docsign", restore_state: bool = True) -> int:
     """Parse ``argv``, run the subcommand and turn any failure into one line and an exit status.
 
     :param argv: The arguments after ``docsign`` (default: the process arguments).
     :param prog: ``"docsign"``, or the name of an older entry point such as
         ``"python -m airflow_provider_docsign.preview"``: then ``argv`` starts with the subcommand's
         name, and usage, ``--help`` and error lines name ``prog`` instead.
+    :param restore_state: Undo the command's changes to logging and warnings when it ends (for
+        in-process callers); the ``docsign`` console script, which owns its process, does not.
     """
     isolate_airflow_home()
     if prog == "docsign":
@@ -119,36 +123,38 @@ def run(argv: Sequence[str] | None, *, prog: str = "docsign") -> int:
         argv = list(sys.argv[1:] if argv is None else argv)
         args = _subcommand_parser(argv[0], prog).parse_args(argv[1:])
         label = prog
-    log_to_stderr(args.debug)
-    try:
-        status: int = args.func(args)
-    except CliError as err:
-        if args.debug:
-            raise
-        print(f"{label}: error: {one_line(err.message)}", file=sys.stderr)
-        return err.status
-    except KeyboardInterrupt:
-        print(f"{label}: interrupted", file=sys.stderr)
-        return 130
-    except DocsignError as err:  # one of ours that the subcommand did not explain further
-        if args.debug:
-            raise
-        print(f"{label}: error: {one_line(str(err))}", file=sys.stderr)
-        return EXIT_UNUSABLE
-    except Exception as err:
-        if args.debug:
-            raise
-        print(
-            f"{label}: error: {type(err).__name__}: {one_line(str(err))} (run with --debug for details)",
-            file=sys.stderr,
-        )
-        return EXIT_UNUSABLE
-    return status
+    # The console script owns its process; an in-process call gets its logging and warnings back.
+    with process_state_restored() if restore_state else contextlib.nullcontext():
+        log_to_stderr(args.debug)
+        try:
+            status: int = args.func(args)
+        except CliError as err:
+            if args.debug:
+                raise
+            print(f"{label}: error: {one_line(err.message)}", file=sys.stderr)
+            return err.status
+        except KeyboardInterrupt:
+            print(f"{label}: interrupted", file=sys.stderr)
+            return 130
+        except DocsignError as err:  # one of ours that the subcommand did not explain further
+            if args.debug:
+                raise
+            print(f"{label}: error: {one_line(str(err))}", file=sys.stderr)
+            return EXIT_UNUSABLE
+        except Exception as err:
+            if args.debug:
+                raise
+            print(
+                f"{label}: error: {type(err).__name__}: {one_line(str(err))} (run with --debug for details)",
+                file=sys.stderr,
+            )
+            return EXIT_UNUSABLE
+        return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point of ``docsign``."""
-    return run(argv)
+    return run(argv, restore_state=False)
 
 
 if __name__ == "__main__":  # pragma: no cover

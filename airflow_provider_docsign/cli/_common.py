@@ -22,6 +22,7 @@ import signal
 import sys
 import tempfile
 import warnings
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -129,6 +130,38 @@ def isolate_airflow_home() -> None:
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
+
+
+#: Loggers a subcommand may route to stderr on its own (besides the root logger).
+ROUTED_LOGGERS = ("pyhanko", "pyhanko_certvalidator", "py.warnings")
+
+
+@contextlib.contextmanager
+def process_state_restored() -> Iterator[None]:
+    """Undo, when the command ends, what it changed in the process's logging and warnings set-up.
+
+    ``docsign`` is a process entry point, but :func:`airflow_provider_docsign.cli.run` is also called
+    in-process (the ``python -m`` forms, tests, a notebook). The caller's root logger must not stay
+    silenced below WARNING and redirected to stderr afterwards, nor its warnings filters changed.
+    """
+    loggers = [logging.getLogger(), *(logging.getLogger(name) for name in ROUTED_LOGGERS)]
+    saved = [(logger, list(logger.handlers), logger.level, logger.propagate) for logger in loggers]
+    warnoptions = list(sys.warnoptions)
+    with warnings.catch_warnings():  # restores warnings.filters and warnings.showwarning
+        try:
+            yield
+        finally:
+            logging.captureWarnings(False)
+            for logger, handlers, level, propagate in saved:
+                for handler in list(logger.handlers):
+                    if handler not in handlers:
+                        logger.removeHandler(handler)
+                for handler in handlers:
+                    if handler not in logger.handlers:
+                        logger.addHandler(handler)
+                logger.setLevel(level)
+                logger.propagate = propagate
+            sys.warnoptions[:] = warnoptions
 
 
 def log_to_stderr(debug: bool) -> None:

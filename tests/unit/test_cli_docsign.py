@@ -231,3 +231,28 @@ def test_sandbox_serves_until_stopped(home: Path, tmp_path: Path) -> None:
     assert proc.returncode == 128 + 15, proc.stderr.read() if proc.stderr else ""  # SIGTERM, cleanly
     assert list(home.iterdir()) == []
     assert list((tmp_path / "tmp").iterdir()) == []  # the throw-away Airflow home is gone
+
+
+def test_an_in_process_run_gives_the_caller_its_logging_and_warnings_back(tmp_path: Path) -> None:
+    """cli.run() called in-process (python -m forms, tests, notebooks) must not leave the root logger
+    silenced and redirected: a later task's INFO lines would be lost (seen on Airflow 2.11)."""
+    import logging
+    import warnings
+
+    from airflow_provider_docsign.cli import run
+
+    root, pyhanko = logging.getLogger(), logging.getLogger("pyhanko")
+
+    def state() -> tuple[object, ...]:
+        return (
+            root.level,
+            list(root.handlers),
+            pyhanko.propagate,
+            list(pyhanko.handlers),
+            list(warnings.filters),
+            list(sys.warnoptions),
+        )
+
+    before = state()
+    assert run(["verify", str(tmp_path / "missing.pdf")]) == 2
+    assert state() == before
