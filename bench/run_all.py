@@ -35,6 +35,7 @@ BENCHMARKS = [
     ("pipeline", "bench_pipeline.py", 180),
     ("listener", "bench_listener.py", 90),
     ("export", "bench_export.py", 420),
+    ("reconcile", "bench_reconcile.py", 180),
 ]
 DOCS = REPO_DIR / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- BEGIN RESULTS (bench/run_all.py --update-docs) -->", "<!-- END RESULTS -->"

@@ -174,7 +174,7 @@ class DocsignExportEnvelopesOperator(DocsignBaseOperator):
 
     def _pacer(self) -> Any:
         """Pause before each request when the service's rate-limit headers say so (the poller's rule)."""
-        from airflow_provider_docsign.triggers._pacing import Pacer
+        from airflow_provider_docsign.hooks._pacing import Pacer
 
         pacer = Pacer()
         hook = self.hook

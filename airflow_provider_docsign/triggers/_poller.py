@@ -19,7 +19,7 @@ interval instead of 1,000.
   yet"). The poller's own hook does not retry: the poller is the retry loop.
 - **Rate limits:** ``X-RateLimit-Remaining`` / ``-Reset`` spread requests out before the window runs dry
   and ``Retry-After`` (or a backoff) pauses the whole poller after a 429; the batches not sent are read
-  as soon as the pause ends (see :mod:`._pacing`).
+  as soon as the pause ends (see :mod:`airflow_provider_docsign.hooks._pacing`).
 - **Lifetime:** a subscription is closed when its trigger ends (event, cancellation, timeout); when none
   is left the poller's task ends, closes its HTTP client and leaves the registry.
 """
@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from airflow_provider_docsign.exceptions import DocsignRateLimitError
+from airflow_provider_docsign.hooks._pacing import Pacer
 from airflow_provider_docsign.sensors._evaluate import classify_error
-from airflow_provider_docsign.triggers._pacing import Pacer
 
 if TYPE_CHECKING:
     from airflow_provider_docsign.hooks.docsign import DocsignHook

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_provider_docsign.hooks._http import RateLimit, parse_rate_limit
-from airflow_provider_docsign.triggers._pacing import MAX_BACKOFF, MAX_PAUSE, Pacer
+from airflow_provider_docsign.hooks._pacing import MAX_BACKOFF, MAX_PAUSE, Pacer
 
 NOW = 1_800_000_000.0
 

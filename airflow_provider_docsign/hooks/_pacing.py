@@ -1,6 +1,6 @@
-"""How long the shared poller waits before its next request (pure code: no network, no Airflow).
+"""How long a client of the service waits before its next request (pure code: no network, no Airflow).
 
-Two signals slow the poller down:
+Used by the coalesced poller (triggers) and the export operator. Two signals slow them down:
 
 - the service's ``X-RateLimit-Remaining`` / ``X-RateLimit-Reset`` headers: when the requests left in the
   window run low, the remaining ones are spread over the time left, and when only a small reserve is
