@@ -153,12 +153,7 @@ def process_state_restored() -> Iterator[None]:
         finally:
             logging.captureWarnings(False)
             for logger, handlers, level, propagate in saved:
-                for handler in list(logger.handlers):
-                    if handler not in handlers:
-                        logger.removeHandler(handler)
-                for handler in handlers:
-                    if handler not in logger.handlers:
-                        logger.addHandler(handler)
+                logger.handlers[:] = handlers  # the same handlers, in the same order
                 logger.setLevel(level)
                 logger.propagate = propagate
             sys.warnoptions[:] = warnoptions

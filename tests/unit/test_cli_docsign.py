@@ -253,6 +253,13 @@ def test_an_in_process_run_gives_the_caller_its_logging_and_warnings_back(tmp_pa
             list(sys.warnoptions),
         )
 
-    before = state()
-    assert run(["verify", str(tmp_path / "missing.pdf")]) == 2
-    assert state() == before
+    # A stdout handler first, as Airflow's logging config installs one: log_to_stderr removes it, and
+    # it must come back in its place.
+    stdout_handler = logging.StreamHandler(sys.stdout)
+    root.handlers.insert(0, stdout_handler)
+    try:
+        before = state()
+        assert run(["verify", str(tmp_path / "missing.pdf")]) == 2
+        assert state() == before
+    finally:
+        root.removeHandler(stdout_handler)
