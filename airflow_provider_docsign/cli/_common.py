@@ -25,6 +25,8 @@ import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from airflow_provider_docsign._text import printable
+
 if TYPE_CHECKING:
     from airflow_provider_docsign.exceptions import DocsignError
 
@@ -185,5 +187,4 @@ def log_to_stderr(debug: bool) -> None:
 
 def one_line(text: str) -> str:
     """Fold a message onto one line, with control characters escaped, for stderr."""
-    flat = " ".join(str(text).split())
-    return "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in flat)
+    return printable(" ".join(str(text).split()))

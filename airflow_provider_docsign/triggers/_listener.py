@@ -41,6 +41,7 @@ from collections.abc import Sequence
 
 import h11
 
+from airflow_provider_docsign._text import printable as _printable
 from airflow_provider_docsign.webhook_events import (
     SECRET_HEADER,
     WebhookEvent,
@@ -81,11 +82,7 @@ _REASONS |= {414: "URI Too Long", 431: "Request Header Fields Too Large", 503: "
 
 def printable(value: object, limit: int = 200) -> str:
     """``value`` as text safe for one log line: control characters escaped, at most ``limit`` chars."""
-    text = str(value)[:limit]
-    return "".join(
-        ch if ch.isprintable() else (f"\\x{ord(ch):02x}" if ord(ch) < 256 else f"\\u{ord(ch):04x}")
-        for ch in text
-    )
+    return _printable(value, limit)
 
 
 class _Refused(Exception):
