@@ -20,7 +20,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from airflow_provider_docsign.exceptions import DocsignValidationError
-from airflow_provider_docsign.models import Recipient
+from airflow_provider_docsign.models import Recipient, parse_ts
 
 __all__ = [
     "DEFAULT",
@@ -204,14 +204,17 @@ def period_to_timedelta(period: Mapping[str, Any]) -> timedelta | None:
 
 # ------------------------------------------------------------------------------------------- reading
 def parse_timestamp(value: Any) -> datetime | None:
-    """An aware datetime from the service's ISO text (``2026-11-23T12:02:49.855Z``), else ``None``."""
+    """An aware UTC datetime from the service's ISO text (``2026-11-23T12:02:49.855Z``), else ``None``.
+
+    The lenient form of :func:`airflow_provider_docsign.models.parse_ts`: anything that is not a
+    non-empty, well-formed string is ``None``.
+    """
     if not isinstance(value, str) or not value:
         return None
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return parse_ts(value)
     except ValueError:
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
 def expired_recipients(recipients: Iterable[Recipient], now: datetime | None = None) -> list[Recipient]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
-from airflow_provider_docsign.models import Envelope, EnvelopeSummary, Field, Recipient
+from airflow_provider_docsign.models import Envelope, EnvelopeSummary, Field, Recipient, parse_ts
 
 __all__ = [
     "FORMATS",
@@ -140,21 +140,6 @@ def table_schema(table: str) -> list[dict[str, Any]]:
 
 
 # -- times --------------------------------------------------------------------------------------------
-
-
-def parse_ts(value: str | datetime | None) -> datetime | None:
-    """Parse an ISO-8601 timestamp (``Z`` or an offset) to an aware UTC datetime; naive means UTC."""
-    if value is None or value == "":
-        return None
-    dt = value if isinstance(value, datetime) else datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    dt = dt.astimezone(timezone.utc)
-    # A plain datetime: pendulum's DateTime (Airflow's context values) loses a datetime.timezone
-    # tzinfo in arithmetic, which would make "end - timedelta(...)" naive.
-    return datetime(
-        dt.year, dt.month, dt.day, dt.hour, dt.minute, dt.second, dt.microsecond, tzinfo=timezone.utc
-    )
 
 
 def format_ts(value: datetime | None) -> str | None:

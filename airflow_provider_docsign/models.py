@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, ClassVar
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "Field",
     "Folder",
     "Recipient",
+    "parse_ts",
 ]
 
 
@@ -456,3 +458,18 @@ class DownloadResult:
             "content_type": self.content_type,
             "filename": self.filename,
         }
+
+
+def parse_ts(value: str | datetime | None) -> datetime | None:
+    """Parse an ISO-8601 timestamp (``Z`` or an offset) to an aware UTC datetime; naive means UTC."""
+    if value is None or value == "":
+        return None
+    dt = value if isinstance(value, datetime) else datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    dt = dt.astimezone(timezone.utc)
+    # A plain datetime: pendulum's DateTime (Airflow's context values) loses a datetime.timezone
+    # tzinfo in arithmetic, which would make "end - timedelta(...)" naive.
+    return datetime(
+        dt.year, dt.month, dt.day, dt.hour, dt.minute, dt.second, dt.microsecond, tzinfo=timezone.utc
+    )

@@ -97,7 +97,7 @@ with DAG(
         import json
 
         from airflow_provider_docsign._compat import ObjectStoragePath
-        from airflow_provider_docsign.expiry import mask_email
+        from airflow_provider_docsign.expiry import mask_email, parse_timestamp
         from airflow_provider_docsign.hooks import DocsignHook
 
         params = context["params"]
@@ -134,8 +134,7 @@ with DAG(
                     mine["reminded_at"] = now.isoformat()
                     mine["renewed"] = mine.get("renewed") or action == "renew"
                 writes += action in ("cancel", "renew", "remind")
-                created = envelope.created_at or now.isoformat()
-                age = (now - datetime.fromisoformat(created.replace("Z", "+00:00"))).days
+                age = (now - (parse_timestamp(envelope.created_at) or now)).days
                 rows.append(
                     {
                         "envelope_id": envelope.id,
