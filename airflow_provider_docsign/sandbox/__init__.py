@@ -9,7 +9,7 @@ Command line::
 
     python -m airflow_provider_docsign.sandbox --data-dir DIR --api-key KEY
         [--host 127.0.0.1] [--port 0] [--auto-sign-after SECONDS] [--max-file-mb 50]
-        [--rate-limit N] [--seal-delay 0.3]
+        [--rate-limit 1000] [--rate-window 60] [--seal-delay 0.3]
 
 It prints ``SANDBOX_URL=http://HOST:PORT/api/v2`` once it listens. ``--port 0`` picks a free port; the
 key may also come from ``$DOCSIGN_SANDBOX_API_KEY``.
