@@ -48,6 +48,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_provider_docsign.operators.templates",
                     "airflow_provider_docsign.operators.reminders",
                     "airflow_provider_docsign.operators.export",
+                    "airflow_provider_docsign.operators.bulk",
                 ],
             }
         ],

@@ -29,6 +29,15 @@ BACKOFF_BASE = 1.0
 MAX_BACKOFF = 120.0
 
 
+def _reserve(size: int, fraction: float) -> int:
+    """Requests of the window never spent: the reserve, and at least one.
+
+    The real limiter refuses the request that brings its count *to* the limit, so its last
+    ``X-RateLimit-Remaining: 1`` is already the end of the window.
+    """
+    return max(1, int(size * fraction))
+
+
 @dataclass
 class Pacer:
     """The poller's pacing state for one connection.
@@ -73,7 +82,7 @@ class Pacer:
         limit = self.rate_limit
         if limit is not None and limit.reset > now:
             size = limit.limit or max(limit.remaining, 1)
-            if limit.remaining - int(size * self.reserve_fraction) <= 0:
+            if limit.remaining - _reserve(size, self.reserve_fraction) <= 0:
                 wait = max(wait, limit.reset - now)
         return min(wait, MAX_PAUSE)
 
@@ -84,8 +93,7 @@ class Pacer:
         if limit is None or limit.reset <= now:
             return min(wait, MAX_PAUSE)
         size = limit.limit or max(limit.remaining, 1)
-        reserve = int(size * self.reserve_fraction)
-        left = limit.remaining - reserve
+        left = limit.remaining - _reserve(size, self.reserve_fraction)
         until_reset = limit.reset - now
         if left <= 0:
             wait = max(wait, until_reset)

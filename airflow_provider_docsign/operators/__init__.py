@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # give type checkers and IDEs the real classes; runtime imports stay lazy
     from airflow_provider_docsign.operators.archive import DocsignArchiveSignedDocumentsOperator
+    from airflow_provider_docsign.operators.bulk import DocsignBulkSendOperator
     from airflow_provider_docsign.operators.envelope import (
         DocsignCancelEnvelopeOperator,
         DocsignCreateEnvelopeOperator,
@@ -50,6 +51,7 @@ _MODULES: dict[str, str] = {
     "DocsignCreateFolderOperator": "folders",
     "DocsignExportEnvelopesOperator": "export",
     "DocsignArchiveSignedDocumentsOperator": "archive",
+    "DocsignBulkSendOperator": "bulk",
     "DocsignFieldPreviewOperator": "preview",
     "DocsignCreateEnvelopeFromTemplateOperator": "templates",
     "DocsignCreateTemplateOperator": "templates",
@@ -61,6 +63,7 @@ __all__ = [
     "DocsignAddFieldsOperator",
     "DocsignAddRecipientsOperator",
     "DocsignArchiveSignedDocumentsOperator",
+    "DocsignBulkSendOperator",
     "DocsignCancelEnvelopeOperator",
     "DocsignCreateEnvelopeFromTemplateOperator",
     "DocsignCreateEnvelopeOperator",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from airflow_provider_docsign.hooks._http import RateLimit, parse_rate_limit
@@ -103,7 +105,7 @@ def test_shared_pacer_spreads_the_low_part_of_the_window_and_stops_at_the_reserv
         sent_at.append(clock.now)
     # 200 left, 100 in reserve: the 100 spread evenly over the minute, the last one at the reset.
     assert sent_at[-1] == pytest.approx(NOW + 60)
-    gaps = [b - a for a, b in zip(sent_at[:-1], sent_at[1:], strict=True)]
+    gaps = [b - a for a, b in itertools.pairwise(sent_at)]
     assert min(gaps) == pytest.approx(0.6)
     assert max(gaps) == pytest.approx(0.6)
     # One more with the reserve reached and the window not yet over: it waits for the reset.
