@@ -170,7 +170,11 @@ class DocsignHook(
         #: The rate-limit headers of the last answer (the trigger poller and the export pace on them).
         self.last_rate_limit: RateLimit | None = None
         #: Called before every sync request (the export's rate-limit pacing); ``None`` by default.
-        self.before_request: Callable[[], None] | None = None
+        self.before_request: Callable[[], object] | None = None
+        #: Called after every sync answer with its status, rate-limit headers and ``Retry-After``
+        #: seconds (the bulk operator's shared pacer); ``None`` by default. Threads sharing the hook
+        #: each see their own answers here, unlike ``last_rate_limit``.
+        self.after_response: Callable[[int, RateLimit | None, float | None], None] | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(docsign_conn_id={self.docsign_conn_id!r})"
@@ -402,7 +406,12 @@ class DocsignHook(
                 if closer is not None:
                     closer()
             status = response.status_code
-            self.last_rate_limit = parse_rate_limit(response.headers) or self.last_rate_limit
+            rate_limit = parse_rate_limit(response.headers)
+            self.last_rate_limit = rate_limit or self.last_rate_limit
+            if self.after_response is not None:
+                self.after_response(
+                    status, rate_limit, parse_retry_after(response.headers.get("retry-after"))
+                )
             log.debug(
                 "Docsign %s %s -> %s (request id %s)",
                 call.method,

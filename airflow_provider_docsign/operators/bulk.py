@@ -29,7 +29,7 @@ from airflow_provider_docsign.bulk_state import (
     first_problems,
     summary_table,
 )
-from airflow_provider_docsign.bulk_store import CheckpointFile, resolve_output
+from airflow_provider_docsign.bulk_store import CheckpointFile, resolve_path
 from airflow_provider_docsign.exceptions import DocsignAuthError, DocsignNotFoundError, DocsignValidationError
 from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
 from airflow_provider_docsign.expiry import period_meta_fields
@@ -91,7 +91,8 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
     ``attempts``, ``sent_at``. The XCom holds counts and URIs only::
 
         {"campaign_id", "rows", "counts": {"sent", "created", "invalid", "failed"}, "result_table",
-         "format", "checkpoint", "requests", "envelopes_per_minute", "limit_bound_per_minute"}
+         "format", "checkpoint", "requests", "answered_429", "envelopes_per_minute",
+         "limit_bound_per_minute"}
 
     and an Asset event is emitted for the result table, so a waiting DAG can start from it.
 
@@ -184,7 +185,7 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
             raise ValueError(f"max_failures must be an integer >= 0, not {max_failures!r}")
         period_meta_fields(expiration_period, reminders)  # "14 days" fails at parse time
         if asset is None and "{{" not in str(result_table):
-            asset = Asset(uri_of(resolve_output(result_table)))
+            asset = Asset(uri_of(resolve_path(result_table)))
         if asset is not None:
             outlets = list(kwargs.pop("outlets", None) or [])
             kwargs["outlets"] = [*outlets, asset] if asset not in outlets else outlets
@@ -219,7 +220,7 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
         """Validate every row, resume from the checkpoint, send the rest, write the result table."""
         try:
             plan = self._plan()
-            output = resolve_output(self.result_table)
+            output = resolve_path(self.result_table)
             fmt = format_of(output, self.output_format, OUTPUT_FORMATS, "output")
             rows = self._read_rows()
         except (BulkConfigError, ValueError, TypeError, FileNotFoundError) as err:
@@ -292,6 +293,7 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
             "format": fmt,
             "checkpoint": checkpoint.uri,
             "requests": speed.requests,
+            "answered_429": pacer.throttled,
             "envelopes_per_minute": round(speed.per_minute, 1),
             "limit_bound_per_minute": round(speed.limit_bound, 1) if speed.limit_bound else None,
         }
@@ -324,7 +326,7 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
                     f"rows must be objects; row #{bad[0]} is a {type(self.rows[bad[0]]).__name__}"
                 )
             return [dict(row) for row in self.rows]
-        source = resolve_output(self.rows)
+        source = resolve_path(self.rows, "rows")
         fmt = format_of(source, self.input_format, INPUT_FORMATS, "input")
         return read_rows(source, fmt)
 
@@ -336,11 +338,16 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
         hook = self.hook
         hook.session  # noqa: B018 - the connection is looked up here, once, not by every thread
 
-        def before_request() -> None:
-            pacer.observe(hook.last_rate_limit)
-            pacer.acquire()
+        def after_response(status: int, rate_limit: Any, retry_after: float | None) -> None:
+            pacer.observe(rate_limit)
+            if status == 429:
+                pause = pacer.on_throttled(retry_after)
+                self.log.warning("The service answered 429: every request of the campaign waits %.1fs", pause)
+            else:
+                pacer.on_success()
 
-        hook.before_request = before_request
+        hook.before_request = pacer.acquire
+        hook.after_response = after_response
         return pacer
 
     def _templates(

@@ -32,6 +32,9 @@ API_PREFIX = "/api/v2"
 ACTIONS = (
     "status",
     "delay",
+    # Process the request at once, hold the answer back ``delay`` seconds: a client that dies meanwhile
+    # never learns that its write took effect (what a killed worker leaves behind).
+    "delay_reply",
     "drop_after_commit",
     "drop_before",
     "wrong_content_type",
@@ -158,8 +161,8 @@ class Traffic:
         status = spec.get("status")
         if action == "status" and status is None:
             raise ValueError("action 'status' needs a status")
-        if action == "delay" and spec.get("delay") is None:
-            raise ValueError("action 'delay' needs a delay in seconds")
+        if action in ("delay", "delay_reply") and spec.get("delay") is None:
+            raise ValueError(f"action {action!r} needs a delay in seconds")
         fault = Fault(
             id=f"fault_{next(_fault_ids)}",
             method=method,
@@ -359,6 +362,16 @@ class SandboxMiddleware:
         elif action == "delay":
             await asyncio.sleep(float(fault.delay or 0))
             await self.app(scope, receive, send)
+        elif action == "delay_reply":
+            held: list[Message] = []
+
+            async def hold(message: Message) -> None:
+                held.append(message)
+
+            await self.app(scope, receive, hold)
+            await asyncio.sleep(float(fault.delay or 0))
+            for message in held:
+                await send(message)
         elif action == "drop_before":
             await _abort(raw_send)
         elif action == "drop_after_commit":

@@ -305,7 +305,8 @@ class SandboxServer:
     ) -> str:
         """Apply a fault to the next ``count`` requests matching ``method`` and ``path`` (under /api/v2).
 
-        ``*`` in ``path`` matches one segment. Actions: ``status``, ``delay``, ``drop_after_commit``,
+        ``*`` in ``path`` matches one segment. Actions: ``status``, ``delay`` (before processing),
+        ``delay_reply`` (process at once, answer ``delay`` seconds later), ``drop_after_commit``,
         ``drop_before``, ``wrong_content_type``, ``truncate``, ``ignore_order``, and for a sealed
         item's ``version=signed`` download ``tamper_signed``, ``unsigned``, ``modified_after_signing``.
         Returns the fault id.

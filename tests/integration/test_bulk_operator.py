@@ -261,3 +261,83 @@ def test_a_lost_answer_is_looked_up_and_adopted_never_sent_twice(
     # The two dropped answers were committed: each row was looked up (GET /envelope?query=), not sent again.
     assert calls[("POST", "/envelope/use")] == 12
     assert calls[("GET", "/envelope")] == 2
+
+
+def test_the_pool_keeps_to_the_real_window_shape_without_a_429(
+    make_pdf: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, api_key: str
+) -> None:
+    """40 requests per 6-second window, enforced as the real service does: 60 rows, 8 threads, no 429."""
+    with SandboxServer(tmp_path / "limited", api_key=api_key, rate_limit=40, rate_window=6) as limited:
+        monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_DEFAULT", conn_json(limited))
+        with DocsignHook() as hook:
+            template_id = make_template(hook, make_pdf("template.pdf"))
+        limited.clear_requests()
+        op = template_operator(template_id, customers(60), tmp_path / "results.jsonl", campaign_id="window")
+        result = op.execute(ctx())
+        statuses = [r["status"] for r in limited.requests()]
+    assert result["counts"]["sent"] == 60
+    assert 429 not in statuses
+    assert result["answered_429"] == 0
+    assert len(statuses) == 61  # the template read and one use per row: no retries were needed
+
+
+def test_a_429_pauses_the_pool_and_every_row_is_still_sent_once(
+    docsign_conn: str,
+    hook: DocsignHook,
+    sandbox: SandboxServer,
+    make_pdf: Callable[..., Path],
+    tmp_path: Path,
+) -> None:
+    template_id = make_template(hook, make_pdf("template.pdf"))
+    sandbox.clear_requests()
+    sandbox.inject_fault("POST", "/envelope/use", "status", status=429, retry_after=1, count=3)
+    op = template_operator(template_id, customers(20), tmp_path / "results.jsonl", campaign_id="throttled")
+    result = op.execute(ctx())
+    uses = [r["status"] for r in sandbox.requests() if r["path"] == "/envelope/use"]
+    assert result["answered_429"] == 3
+    assert sorted(uses) == [200] * 20 + [429] * 3
+    assert result["counts"]["sent"] == 20
+    assert envelopes_by_external_id(hook, "throttled[") == Counter(
+        {f"throttled[C-{i:04d}]": 1 for i in range(20)}
+    )
+    table = read_table(tmp_path / "results.jsonl")
+    assert sum(r["attempts"] for r in table) == 20  # a refused request created nothing: not an attempt
+
+
+def test_past_max_failures_the_task_stops_and_the_next_try_resumes(
+    docsign_conn: str,
+    hook: DocsignHook,
+    sandbox: SandboxServer,
+    make_pdf: Callable[..., Path],
+    tmp_path: Path,
+) -> None:
+    from airflow_provider_docsign.operators._bulk import BulkStopped
+
+    template_id = make_template(hook, make_pdf("template.pdf"))
+    rows = customers(40)
+    sandbox.clear_requests()
+    # The service refuses 3 uses with a permanent error: past max_failures=2 the campaign stops.
+    sandbox.inject_fault("POST", "/envelope/use", "status", status=400, count=3)
+    op = template_operator(template_id, rows, tmp_path / "results.jsonl", campaign_id="stops", max_failures=2)
+    with pytest.raises(BulkStopped, match="max_failures=2"):
+        op.execute(ctx())
+    assert not (tmp_path / "results.jsonl").exists()
+    checkpoint = json.loads((tmp_path / f"results.jsonl{CHECKPOINT_SUFFIX}").read_text())
+    states = Counter(entry[1] for entry in checkpoint["rows"])
+    assert states["failed"] == 3
+    # No row is left leased for nothing: only rows whose request went out are recorded.
+    assert states["in_flight"] == 0
+    # The next try: the failed rows are looked up (not found), then sent; the others are not sent again.
+    sandbox.clear_requests()
+    result = op.execute(ctx(try_number=2))
+    assert result["counts"]["sent"] == 40
+    assert envelopes_by_external_id(hook, "stops[") == Counter({f"stops[C-{i:04d}]": 1 for i in range(40)})
+    table = read_table(tmp_path / "results.jsonl")
+    assert sorted(r["attempts"] for r in table) == [1] * 37 + [2] * 3
+    # And a third run of a finished campaign sends nothing at all and writes the same table.
+    before = (tmp_path / "results.jsonl").read_bytes()
+    sandbox.clear_requests()
+    again = op.execute(ctx(try_number=3))
+    assert again["counts"]["sent"] == 40
+    assert [r for r in sandbox.requests() if r["method"] == "POST"] == []
+    assert (tmp_path / "results.jsonl").read_bytes() == before
