@@ -59,6 +59,7 @@ __all__ = [
     "default_max_failures",
     "format_of",
     "read_rows",
+    "sent_envelope_ids",
 ]
 
 INPUT_FORMATS = ("csv", "jsonl", "parquet")
@@ -166,6 +167,29 @@ def _parquet_rows(stream: Any) -> list[dict[str, Any]]:
     for batch in pq.ParquetFile(stream).iter_batches(batch_size=5000):
         rows.extend(batch.to_pylist())
     return rows
+
+
+def sent_envelope_ids(source: Any, fmt: str, statuses: Sequence[str] = ("sent",)) -> list[str]:
+    """The envelope ids of a bulk result table's rows with one of ``statuses``, in table order.
+
+    For the batch sensor and the batch archive, which take the table's URI instead of a list of ids.
+
+    :param source: The result table (local path or ``ObjectStoragePath``).
+    :param fmt: ``jsonl`` or ``parquet``.
+    :param statuses: Which rows count (``sent`` by default: only sent envelopes can be signed).
+    :raises BulkConfigError: when the file is not a result table.
+    """
+    rows = read_rows(source, fmt)
+    wanted = set(statuses)
+    ids: list[str] = []
+    for number, row in enumerate(rows, start=1):
+        if "status" not in row or "envelope_id" not in row:
+            raise BulkConfigError(
+                f"row {number} of {source} has no status or envelope_id column: not a bulk result table"
+            )
+        if row["status"] in wanted and row["envelope_id"]:
+            ids.append(str(row["envelope_id"]))
+    return list(dict.fromkeys(ids))
 
 
 # -- what a row sends --------------------------------------------------------------------------
