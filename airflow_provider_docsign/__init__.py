@@ -49,6 +49,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_provider_docsign.operators.reminders",
                     "airflow_provider_docsign.operators.export",
                     "airflow_provider_docsign.operators.bulk",
+                    "airflow_provider_docsign.operators.archive_batch",
                 ],
             }
         ],

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # give type checkers and IDEs the real classes; runtime imports stay lazy
     from airflow_provider_docsign.operators.archive import DocsignArchiveSignedDocumentsOperator
+    from airflow_provider_docsign.operators.archive_batch import DocsignBatchArchiveOperator
     from airflow_provider_docsign.operators.bulk import DocsignBulkSendOperator
     from airflow_provider_docsign.operators.envelope import (
         DocsignCancelEnvelopeOperator,
@@ -52,6 +53,7 @@ _MODULES: dict[str, str] = {
     "DocsignExportEnvelopesOperator": "export",
     "DocsignArchiveSignedDocumentsOperator": "archive",
     "DocsignBulkSendOperator": "bulk",
+    "DocsignBatchArchiveOperator": "archive_batch",
     "DocsignFieldPreviewOperator": "preview",
     "DocsignCreateEnvelopeFromTemplateOperator": "templates",
     "DocsignCreateTemplateOperator": "templates",
@@ -63,6 +65,7 @@ __all__ = [
     "DocsignAddFieldsOperator",
     "DocsignAddRecipientsOperator",
     "DocsignArchiveSignedDocumentsOperator",
+    "DocsignBatchArchiveOperator",
     "DocsignBulkSendOperator",
     "DocsignCancelEnvelopeOperator",
     "DocsignCreateEnvelopeFromTemplateOperator",

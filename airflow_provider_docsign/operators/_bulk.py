@@ -37,7 +37,7 @@ from airflow_provider_docsign.bulk_state import (
 from airflow_provider_docsign.exceptions import DocsignAPIError, DocsignError
 from airflow_provider_docsign.models import EnvelopeStatus
 
-__all__ = ["BulkStopped", "CampaignRunner"]
+__all__ = ["BulkStopped", "CampaignRunner", "install_pacer"]
 
 SEND, RESOLVE, FINISH = "send", "resolve", "finish"
 #: A row's transient errors (429 after the hook's retries, no connection) before the campaign stops.
@@ -47,6 +47,29 @@ HEARTBEAT = 10.0
 #: Rows leased per checkpoint write: enough for about this many seconds of sending.
 LEASE_SECONDS = 5.0
 MAX_LEASE = 500
+
+
+def install_pacer(hook: Any, reserve_fraction: float, log: logging.Logger | Any) -> Any:
+    """Pace every request of ``hook`` through one :class:`~..hooks._pacing.SharedPacer`; return it.
+
+    The hook's session (and the connection) is made here, once, before any thread shares the hook.
+    """
+    from airflow_provider_docsign.hooks._pacing import SharedPacer
+
+    pacer = SharedPacer(reserve_fraction=reserve_fraction)
+    hook.session  # noqa: B018 - the connection is looked up here, once, not by every thread
+
+    def after_response(status: int, rate_limit: Any, retry_after: float | None) -> None:
+        pacer.observe(rate_limit)
+        if status == 429:
+            pause = pacer.on_throttled(retry_after)
+            log.warning("The service answered 429: every request of this task waits %.1fs", pause)
+        else:
+            pacer.on_success()
+
+    hook.before_request = pacer.acquire
+    hook.after_response = after_response
+    return pacer
 
 
 class BulkStopped(DocsignError):

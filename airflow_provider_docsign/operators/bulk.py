@@ -35,7 +35,7 @@ from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
 from airflow_provider_docsign.expiry import period_meta_fields
 from airflow_provider_docsign.export_store import TableFile, require_pyarrow, uri_of
 from airflow_provider_docsign.operators._base import PERMANENT_ERRORS, DocsignBaseOperator, fail_now
-from airflow_provider_docsign.operators._bulk import BulkStopped, CampaignRunner
+from airflow_provider_docsign.operators._bulk import BulkStopped, CampaignRunner, install_pacer
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
@@ -331,23 +331,8 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
         return read_rows(source, fmt)
 
     def _pace(self) -> SharedPacer:
-        """One pacer for every request of this task (the hook's ``before_request``)."""
-        from airflow_provider_docsign.hooks._pacing import SharedPacer
-
-        pacer = SharedPacer(reserve_fraction=self.reserve_fraction)
-        hook = self.hook
-        hook.session  # noqa: B018 - the connection is looked up here, once, not by every thread
-
-        def after_response(status: int, rate_limit: Any, retry_after: float | None) -> None:
-            pacer.observe(rate_limit)
-            if status == 429:
-                pause = pacer.on_throttled(retry_after)
-                self.log.warning("The service answered 429: every request of the campaign waits %.1fs", pause)
-            else:
-                pacer.on_success()
-
-        hook.before_request = pacer.acquire
-        hook.after_response = after_response
+        """One pacer for every request of this task (the hook's ``before_request``/``after_response``)."""
+        pacer: SharedPacer = install_pacer(self.hook, self.reserve_fraction, self.log)
         return pacer
 
     def _templates(
@@ -417,6 +402,12 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
             paced_seconds=pacer.waited,
             result_uri=uri,
         )
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """OpenLineage: see :func:`airflow_provider_docsign.lineage.bulk_send_facets`."""
+        from airflow_provider_docsign import lineage
+
+        return lineage.bulk_send_facets(self, task_instance)
 
     def _emit_asset_event(self, context: Context, result: Mapping[str, Any]) -> None:
         if self.asset is None:
