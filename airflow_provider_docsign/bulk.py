@@ -16,8 +16,10 @@ argument of the same name is used, with ``{column}`` in its strings replaced by 
 Every row is checked with the same validators the single-envelope operators use
 (:func:`~airflow_provider_docsign.payloads.validate_create_payload`,
 :func:`~airflow_provider_docsign.templates.validate_use_payload`) before the first envelope is sent.
-Each row's ``externalId`` is ``<campaign id>[<row key>]``: unique per campaign and row, and closed by
-``]`` so that the service's substring search for one row does not also match every longer key.
+Each row's ``externalId`` is ``<campaign id>(<row key>)``: unique per campaign and row, and closed by
+``)`` so that the service's substring search for one row does not also match every longer key (and
+free of ``[``, ``*`` and ``?``, which object stores' path globbing would take for patterns when the
+archive names folders after it).
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ MAX_EXTERNAL_ID = 255
 
 RESULT_COLUMNS: tuple[Column, ...] = (
     Column("row_key", "string", "The row's key, as in the input (joins back to the source rows)."),
-    Column("external_id", "string", "The envelope's externalId: <campaign id>[<row key>]."),
+    Column("external_id", "string", "The envelope's externalId: <campaign id>(<row key>)."),
     Column("envelope_id", "string", "The envelope made for the row (null for invalid rows)."),
     Column("status", "string", "sent, created (not sent), invalid (never sent) or failed."),
     Column("error", "string", "Why the row is invalid or failed, or why a created envelope was not sent."),
@@ -298,14 +300,14 @@ class CampaignPlan:
         problems.extend(control_character_problems(key, self.key_column))
         if len(self.external_id(key)) > MAX_EXTERNAL_ID:
             problems.append(
-                f"{self.key_column} is too long: the externalId <campaign id>[<key>] would exceed "
+                f"{self.key_column} is too long: the externalId <campaign id>(<key>) would exceed "
                 f"{MAX_EXTERNAL_ID} characters"
             )
         return key, problems
 
     def external_id(self, key: str) -> str:
         """The ``externalId`` of the row with ``key``."""
-        return f"{self.campaign_id}[{key}]"
+        return f"{self.campaign_id}({key})"
 
     # -- what the row sends -----------------------------------------------------------------------
 

@@ -67,7 +67,7 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
     result table with their problems and are never sent; with more than ``max_invalid`` of them the
     task fails before any envelope is created, naming the first few rows and their problems.
 
-    **Exactly once.** Each row's ``externalId`` is ``<campaign_id>[<row key>]``. Progress is kept in a
+    **Exactly once.** Each row's ``externalId`` is ``<campaign_id>(<row key>)``. Progress is kept in a
     checkpoint beside the result table (``<result_table>.checkpoint.json``, replaced atomically), and each
     row is marked in flight there before its create request goes out. A retry, or a run after the
     worker was killed, resumes: rows already sent are skipped, rows in flight are looked up by their

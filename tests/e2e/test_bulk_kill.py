@@ -65,8 +65,8 @@ def campaign_envelopes(hook: DocsignHook) -> list[str]:
     """The external ids of the campaign's envelopes at the sandbox, one entry per envelope."""
     return [
         e.external_id or ""
-        for e in hook.find_envelopes(query="killed-campaign[")
-        if (e.external_id or "").startswith("killed-campaign[")
+        for e in hook.find_envelopes(query="killed-campaign(")
+        if (e.external_id or "").startswith("killed-campaign(")
     ]
 
 
@@ -170,7 +170,7 @@ def test_sigkill_mid_campaign_then_rerun_sends_every_row_exactly_once(
             counts = Counter(campaign_envelopes(hook))
         uses = sum(1 for r in sandbox.requests() if r["path"] == "/envelope/use")
 
-    expected = {f"killed-campaign[{row['row_key']}]" for row in rows}
+    expected = {f"killed-campaign({row['row_key']})" for row in rows}
     assert set(counts) == expected
     assert set(counts.values()) == {1}, [k for k, n in counts.items() if n > 1]
     # One create per row, plus at most one more for a row whose request the kill cut off before the

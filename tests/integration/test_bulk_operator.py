@@ -100,9 +100,9 @@ def test_a_template_campaign_from_csv_sends_each_row_once_with_one_request(
     assert [r["row_key"] for r in table] == [r["row_key"] for r in rows]  # input order: joins back
     assert {r["status"] for r in table} == {"sent"}
     assert all(r["attempts"] == 1 and r["error"] is None and r["sent_at"] for r in table)
-    assert [r["external_id"] for r in table] == [f"renewals-2027[{r['row_key']}]" for r in rows]
+    assert [r["external_id"] for r in table] == [f"renewals-2027({r['row_key']})" for r in rows]
     # At the sandbox: one envelope per external id, sent, with the row's recipient and prefill.
-    counts = envelopes_by_external_id(hook, "renewals-2027[")
+    counts = envelopes_by_external_id(hook, "renewals-2027(")
     assert counts == Counter({r["external_id"]: 1 for r in table})
     first = hook.get_envelope(table[0]["envelope_id"])
     assert first.status.value == "PENDING"
@@ -153,8 +153,8 @@ def test_a_pdf_campaign_from_xcom_rows_creates_and_distributes_with_two_requests
     assert {r["attempts"] for r in table} == {2}
     assert calls[("POST", "/envelope/create")] == 6
     assert calls[("POST", "/envelope/distribute")] == 6
-    assert envelopes_by_external_id(hook, "pdf-campaign[") == Counter(
-        {f"pdf-campaign[{i}]": 1 for i in range(6)}
+    assert envelopes_by_external_id(hook, "pdf-campaign(") == Counter(
+        {f"pdf-campaign({i})": 1 for i in range(6)}
     )
 
 
@@ -201,11 +201,11 @@ def test_ten_invalid_rows_of_a_hundred_are_reported_and_never_sent(
     assert "repeats row" in table[bad[1]]["error"]
     assert uses == 90
     # Nothing at the sandbox for the invalid rows (the repeated key's first row was sent, once).
-    counts = envelopes_by_external_id(hook, "invalid-10[")
+    counts = envelopes_by_external_id(hook, "invalid-10(")
     assert sum(counts.values()) == 90
     assert all(n == 1 for n in counts.values())
     for index in (bad[0], bad[2]):
-        assert counts[f"invalid-10[{rows[index]['row_key']}]"] == 0
+        assert counts[f"invalid-10({rows[index]['row_key']})"] == 0
 
 
 def test_with_max_invalid_0_the_campaign_fails_before_any_envelope_is_sent(
@@ -256,7 +256,7 @@ def test_a_lost_answer_is_looked_up_and_adopted_never_sent_twice(
         result = op.execute(ctx())
         calls = Counter((r["method"], r["path"]) for r in sandbox.requests())
         assert result["counts"]["sent"] == 12
-        counts = envelopes_by_external_id(hook, "lost[")
+        counts = envelopes_by_external_id(hook, "lost(")
     assert sorted(counts.values()) == [1] * 12
     # The two dropped answers were committed: each row was looked up (GET /envelope?query=), not sent again.
     assert calls[("POST", "/envelope/use")] == 12
@@ -297,8 +297,8 @@ def test_a_429_pauses_the_pool_and_every_row_is_still_sent_once(
     assert result["answered_429"] == 3
     assert sorted(uses) == [200] * 20 + [429] * 3
     assert result["counts"]["sent"] == 20
-    assert envelopes_by_external_id(hook, "throttled[") == Counter(
-        {f"throttled[C-{i:04d}]": 1 for i in range(20)}
+    assert envelopes_by_external_id(hook, "throttled(") == Counter(
+        {f"throttled(C-{i:04d})": 1 for i in range(20)}
     )
     table = read_table(tmp_path / "results.jsonl")
     assert sum(r["attempts"] for r in table) == 20  # a refused request created nothing: not an attempt
@@ -331,7 +331,7 @@ def test_past_max_failures_the_task_stops_and_the_next_try_resumes(
     sandbox.clear_requests()
     result = op.execute(ctx(try_number=2))
     assert result["counts"]["sent"] == 40
-    assert envelopes_by_external_id(hook, "stops[") == Counter({f"stops[C-{i:04d}]": 1 for i in range(40)})
+    assert envelopes_by_external_id(hook, "stops(") == Counter({f"stops(C-{i:04d})": 1 for i in range(40)})
     table = read_table(tmp_path / "results.jsonl")
     assert sorted(r["attempts"] for r in table) == [1] * 37 + [2] * 3
     # And a third run of a finished campaign sends nothing at all and writes the same table.

@@ -39,7 +39,7 @@ def campaign(
     """Four completed envelopes as ``sent`` rows, and one invalid and one failed row without envelopes."""
     ids = [
         completed_envelope(
-            hook, sandbox, [make_pdf(f"c{i}.pdf")], title=f"Contract {i}", external_id=f"batch[{i}]"
+            hook, sandbox, [make_pdf(f"c{i}.pdf")], title=f"Contract {i}", external_id=f"batch({i})"
         )
         for i in range(4)
     ]
@@ -101,7 +101,7 @@ def test_the_batch_archive_stores_each_envelope_once_and_resumes(
         "failures": [],
     }
     manifests = sorted(archive.glob("*/manifest.json"))
-    assert [p.parent.name for p in manifests] == [f"batch[{i}]" for i in range(4)]  # one folder each
+    assert [p.parent.name for p in manifests] == [f"batch({i})" for i in range(4)]  # one folder each
     for path in manifests:
         manifest = json.loads(path.read_text())
         (entry,) = manifest["files"]
