@@ -16,7 +16,7 @@ from typing import Any
 from airflow_provider_docsign._sources import local_path_of, to_path_like
 from airflow_provider_docsign.archive_store import Store, uri_of
 
-__all__ = ["CHECKPOINT_SUFFIX", "CheckpointFile", "resolve_path"]
+__all__ = ["CHECKPOINT_SUFFIX", "CheckpointFile", "resolve_path", "static_uri"]
 
 CHECKPOINT_SUFFIX = ".checkpoint.json"
 
@@ -33,6 +33,28 @@ def resolve_path(value: Any, what: str = "result_table") -> Any:
         local = local_path_of(value)
         return local if local is not None else value
     raise TypeError(f"{what} must be a path, a URI or an ObjectStoragePath, not {type(value).__name__}")
+
+
+def static_uri(value: Any) -> str | None:
+    """A file's URI when it is known at parse time, without any connection id; ``None`` if templated.
+
+    Nothing is constructed or looked up (an ``ObjectStoragePath`` made from a string at parse time could
+    reach for its connection).
+    """
+    if hasattr(value, "protocol"):
+        return uri_of(resolve_path(value))
+    if not isinstance(value, str | os.PathLike):
+        return None
+    text = os.fspath(value)
+    if not text.strip() or "{{" in text or "{%" in text:
+        return None
+    if "://" not in text:
+        return uri_of(Path(text))
+    scheme, _, rest = text.partition("://")
+    if scheme in ("file", "local"):
+        return uri_of(Path("/" + rest.lstrip("/")))
+    netloc, slash, path = rest.partition("/")
+    return f"{scheme}://{netloc.rsplit('@', 1)[-1]}{slash}{path}"
 
 
 class CheckpointFile:

@@ -29,7 +29,7 @@ from airflow_provider_docsign.bulk_state import (
     first_problems,
     summary_table,
 )
-from airflow_provider_docsign.bulk_store import CheckpointFile, resolve_path
+from airflow_provider_docsign.bulk_store import CheckpointFile, resolve_path, static_uri
 from airflow_provider_docsign.exceptions import DocsignAuthError, DocsignNotFoundError, DocsignValidationError
 from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
 from airflow_provider_docsign.expiry import period_meta_fields
@@ -184,8 +184,9 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
         if max_failures is not None and (not isinstance(max_failures, int) or max_failures < 0):
             raise ValueError(f"max_failures must be an integer >= 0, not {max_failures!r}")
         period_meta_fields(expiration_period, reminders)  # "14 days" fails at parse time
-        if asset is None and "{{" not in str(result_table):
-            asset = Asset(uri_of(resolve_path(result_table)))
+        if asset is None:
+            uri = static_uri(result_table)  # parse time: nothing looked up, no connection id
+            asset = Asset(uri) if uri else None
         if asset is not None:
             outlets = list(kwargs.pop("outlets", None) or [])
             kwargs["outlets"] = [*outlets, asset] if asset not in outlets else outlets
