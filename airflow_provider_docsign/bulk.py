@@ -340,7 +340,7 @@ class CampaignPlan:
             "expiration_period": self.expiration_period,
             "reminders": self.reminders,
         }
-        if kwargs["recipients"] is None:
+        if kwargs["recipients"] is None and not any(p.startswith("column 'recipients'") for p in problems):
             problems.append("no recipients: give a recipients column or the operator's recipients")
         return kwargs, problems
 
