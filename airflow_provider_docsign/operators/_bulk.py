@@ -44,6 +44,8 @@ SEND, RESOLVE, FINISH = "send", "resolve", "finish"
 MAX_TRANSIENT = 3
 #: The checkpoint is written at least this often while rows are in flight (seconds).
 HEARTBEAT = 10.0
+#: Seconds added to the heartbeat for the dispatcher's own delay in writing it.
+SETTLE_MARGIN = 2.0
 #: Rows leased per checkpoint write: enough for about this many seconds of sending.
 LEASE_SECONDS = 5.0
 MAX_LEASE = 500
@@ -219,7 +221,7 @@ class CampaignRunner:
             # The previous try may have died with requests in flight: look them up once the service
             # has surely finished them (its checkpoint's heartbeat, plus the read timeout).
             age = time.time() - self.state.resumed_from
-            not_before = now + max(0.0, HEARTBEAT + self.settle - age)
+            not_before = now + max(0.0, HEARTBEAT + SETTLE_MARGIN + self.settle - age)
         waited = False
         for index, row in enumerate(self.state.rows):
             if self.state.done(row) and row.state != FAILED:
