@@ -32,6 +32,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -249,12 +250,19 @@ def campaign(
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"campaign child failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
     report = json.loads(lines[-1])
-    statuses = Counter(r["status"] for r in sb.requests())
+    log = sb.requests(times=True)
+    statuses = Counter(r["status"] for r in log)
     total = sum(statuses.values())
     sent = report["result"]["counts"]["sent"]
     per_envelope = total / sent
     per_minute = sent * 60.0 / report["wall_s"]
     bound = limit * 60.0 / window / per_envelope
+    # The run starts at a window's beginning; its last window is usually cut short and sent at full
+    # speed, which lifts the run's ratio. The whole windows alone show the steady rate.
+    first, last = min(r["at"] for r in log), max(r["at"] for r in log)
+    windows = Counter(int(r["at"] // window) for r in log if r["status"] != 429)
+    whole = [n for w, n in windows.items() if w * window >= first - 1.0 and (w + 1) * window <= last]
+    steady = (sum(whole) / len(whole)) / limit if whole else None
     return {
         "rows": rows,
         "sent": sent,
@@ -265,6 +273,8 @@ def campaign(
         "requests_per_envelope": per_envelope,
         "limit_bound_per_min": bound,
         "ratio": per_minute / bound,
+        "whole_windows": len(whole),
+        "steady_ratio": steady,
         "rss_growth_mb": report["rss_growth_mb"],
     }
 
@@ -284,25 +294,29 @@ def mapped_baseline(rows: int) -> dict[str, Any]:
     try:
         http = requests.Session()
         token = http.post(
-            f"{stack.api_url}/auth/token", json={"username": USERNAME, "password": stack.password}, timeout=30
+            f"{stack.api_url}/auth/token",
+            json={"username": USERNAME, "password": stack.password},
+            timeout=120,
         ).json()["access_token"]
         http.headers["Authorization"] = f"Bearer {token}"
         control = requests.Session()
         control.headers["Authorization"] = f"Bearer {STACK_KEY}"
         root = stack.sandbox_url.removesuffix("/api/v2")
         dag = f"{stack.api_url}/api/v2/dags/docsign_bulk_signing_mapped"
-        for _ in range(180):
-            if http.get(dag, timeout=10).status_code == 200:
-                break
-            time.sleep(1)
-        http.patch(dag, json={"is_paused": False}, timeout=30)
+        parsed_by = time.monotonic() + 600  # a busy machine parses and answers slowly
+        while time.monotonic() < parsed_by:
+            with contextlib.suppress(requests.RequestException):
+                if http.get(dag, timeout=60).status_code == 200:
+                    break
+            time.sleep(2)
+        http.patch(dag, json={"is_paused": False}, timeout=120)
         control.post(f"{root}/_sandbox/requests/clear", timeout=30).raise_for_status()
         customers = [
             {"id": f"M-{n:04d}", "name": f"Customer {n}", "email": f"m{n}@bench.test"} for n in range(rows)
         ]
         started = time.monotonic()
         resp = http.post(
-            f"{dag}/dagRuns", json={"logical_date": None, "conf": {"customers": customers}}, timeout=60
+            f"{dag}/dagRuns", json={"logical_date": None, "conf": {"customers": customers}}, timeout=120
         )
         resp.raise_for_status()
         run_id = resp.json()["dag_run_id"]
@@ -312,10 +326,13 @@ def mapped_baseline(rows: int) -> dict[str, Any]:
         deadline = started + 3 * 3600
         while time.monotonic() < deadline:
             stack.assert_alive()
-            log = control.get(f"{root}/_sandbox/requests", timeout=60).json()["data"]
-            if sent_at is None and sum(1 for r in log if r["path"] == "/envelope/distribute") >= rows:
-                sent_at, sent_log = time.monotonic() - started, list(log)
-            state = http.get(f"{dag}/dagRuns/{run_id}", timeout=30).json()["state"]
+            try:
+                log = control.get(f"{root}/_sandbox/requests", timeout=120).json()["data"]
+                if sent_at is None and sum(1 for r in log if r["path"] == "/envelope/distribute") >= rows:
+                    sent_at, sent_log = time.monotonic() - started, list(log)
+                state = http.get(f"{dag}/dagRuns/{run_id}", timeout=120).json()["state"]
+            except requests.RequestException as err:  # a busy api-server: ask again
+                print(f"mapped DAG: polling failed ({type(err).__name__}); asking again", flush=True)
             if state in ("success", "failed"):
                 break
             time.sleep(2)
@@ -343,6 +360,10 @@ def mapped_baseline(rows: int) -> dict[str, Any]:
 
 
 # -- main ----------------------------------------------------------------------------------------
+
+
+def _r3(value: float | None) -> float | None:
+    return round(value, 3) if value is not None else None
 
 
 def main() -> int:
@@ -384,61 +405,40 @@ def main() -> int:
     if mapped:
         print(f"mapped DAG: {mapped}", flush=True)
     per_min = limit * 60.0 / window
+
+    def row(label: str, camp: dict[str, Any]) -> list[Any]:
+        return [
+            label,
+            camp["rows"],
+            round(camp["envelopes_per_min"], 1),
+            round(camp["limit_bound_per_min"], 1),
+            round(camp["ratio"], 3),
+            _r3(camp.get("steady_ratio")),
+            round(camp["requests_per_envelope"], 4),
+            camp["requests_429"],
+            round(100.0 * camp["requests_429"] / camp["requests"], 2) if camp.get("requests") else None,
+            round(camp["rss_growth_mb"], 1) if "rss_growth_mb" in camp else None,
+            round(camp.get("wall_s") or camp.get("send_s") or 0.0, 1),
+        ]
+
     rows_out = [
-        [
-            "bulk, template rows (1 request each)",
-            tpl["rows"],
-            round(tpl["envelopes_per_min"], 1),
-            round(tpl["limit_bound_per_min"], 1),
-            round(tpl["ratio"], 3),
-            round(tpl["requests_per_envelope"], 4),
-            tpl["requests_429"],
-            round(100.0 * tpl["requests_429"] / tpl["requests"], 2),
-            round(tpl["rss_growth_mb"], 1),
-            round(tpl["wall_s"], 1),
-        ],
-        [
-            "bulk, PDF rows (create + distribute)",
-            pdf["rows"],
-            round(pdf["envelopes_per_min"], 1),
-            round(pdf["limit_bound_per_min"], 1),
-            round(pdf["ratio"], 3),
-            round(pdf["requests_per_envelope"], 4),
-            pdf["requests_429"],
-            round(100.0 * pdf["requests_429"] / pdf["requests"], 2),
-            round(pdf["rss_growth_mb"], 1),
-            round(pdf["wall_s"], 1),
-        ],
+        row("bulk, template rows (1 request each)", tpl),
+        row("bulk, PDF rows (create + distribute)", pdf),
     ]
     if mapped:
-        rows_out.append(
-            [
-                "mapped DAG, LocalExecutor (baseline)",
-                mapped["rows"],
-                round(mapped["envelopes_per_min"], 1),
-                round(mapped["limit_bound_per_min"], 1),
-                round(mapped["ratio"], 3),
-                round(mapped["requests_per_envelope"], 3),
-                mapped["requests_429"],
-                None,
-                None,
-                round(mapped["send_s"], 1),
-            ]
+        rows_out.append(row("mapped DAG, LocalExecutor (baseline)", mapped))
+    targets = []
+    for name, camp in (("template", tpl), ("PDF", pdf)):
+        # The lower of the run's ratio and its whole windows' one.
+        low = min(r for r in (camp["ratio"], camp.get("steady_ratio")) if r is not None)
+        targets.append(
+            {
+                "what": f"{name} campaign, envelopes/min / limit-bound (the lower of run and whole windows)",
+                "target": ">= 0.85",
+                "measured": round(low, 3),
+                "met": low >= 0.85,
+            }
         )
-    targets = [
-        {
-            "what": "template campaign, envelopes/min / limit-bound",
-            "target": ">= 0.85",
-            "measured": round(tpl["ratio"], 3),
-            "met": tpl["ratio"] >= 0.85,
-        },
-        {
-            "what": "PDF campaign, envelopes/min / limit-bound",
-            "target": ">= 0.85",
-            "measured": round(pdf["ratio"], 3),
-            "met": pdf["ratio"] >= 0.85,
-        },
-    ]
     for name, camp in (("template", tpl), ("PDF", pdf)):
         share = 100.0 * camp["requests_429"] / camp["requests"]
         targets.append(
@@ -484,7 +484,8 @@ def main() -> int:
             "rows",
             "envelopes/min",
             "limit-bound/min",
-            "ratio",
+            "ratio (run)",
+            "ratio (whole windows)",
             "requests/envelope",
             "429s",
             "429 %",

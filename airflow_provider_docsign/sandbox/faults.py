@@ -198,16 +198,17 @@ class Traffic:
 
     def record(self, method: str, path: str, status: int, note: dict[str, Any] | None = None) -> None:
         """Append one ``/api/v2`` request to the log (with what the route noted, under ``body``)."""
-        entry: dict[str, Any] = {"method": method, "path": path, "status": status}
+        entry: dict[str, Any] = {"method": method, "path": path, "status": status, "at": time.time()}
         if note:
             entry["body"] = json.loads(json.dumps(note))
         with self.lock:
             self.log.append(entry)
 
-    def requests(self, bodies: bool = False) -> list[dict[str, Any]]:
-        """A copy of the request log (with the noted request ``body`` parts only when asked)."""
+    def requests(self, bodies: bool = False, *, times: bool = False) -> list[dict[str, Any]]:
+        """A copy of the request log (the noted ``body`` parts and the ``at`` times only when asked)."""
+        hidden = {k for k, shown in (("body", bodies), ("at", times)) if not shown}
         with self.lock:
-            return [{k: v for k, v in r.items() if bodies or k != "body"} for r in self.log]
+            return [{k: v for k, v in r.items() if k not in hidden} for r in self.log]
 
     def clear_requests(self) -> None:
         """Empty the request log."""

@@ -328,16 +328,17 @@ class SandboxServer:
         """Remove all pending faults."""
         self._control("POST", "/faults/clear")
 
-    def requests(self, bodies: bool = False) -> list[dict[str, Any]]:
+    def requests(self, bodies: bool = False, *, times: bool = False) -> list[dict[str, Any]]:
         """``[{"method", "path", "status"}]`` of ``/api/v2`` requests so far, in order.
 
         ``path`` is relative to ``/api/v2`` (no query string). ``status`` is what the server answered; for
         ``drop_after_commit`` it is the status of the committed (never delivered) answer, and 0 when no
         answer was produced at all (``drop_before``). With ``bodies=True`` an entry also has ``body``: the
         parts of the request body its route notes (``meta`` of create/update, ``override`` of use, the
-        body of redistribute and cancel).
+        body of redistribute and cancel). With ``times=True`` it also has ``at``: when the answer
+        started, in epoch seconds.
         """
-        params = {"bodies": "true"} if bodies else None
+        params = {k: "true" for k, on in (("bodies", bodies), ("times", times)) if on} or None
         return list(self._control("GET", "/requests", params=params)["data"])
 
     def clear_requests(self) -> None:

@@ -151,5 +151,10 @@ def test_enforced_rate_limit(tmp_path: Path) -> None:
 def test_rate_limit_off_reports_headers_only(tmp_path: Path) -> None:
     with SandboxServer(tmp_path / "off", api_key="api_ratelimittest001") as sb:
         answers = [get(sb, "/envelope") for _ in range(3)]
+        plain, timed = sb.requests(), sb.requests(times=True)
     assert [a.status_code for a in answers] == [200, 200, 200]
+    assert all("at" not in r for r in plain)
+    times = [r.pop("at") for r in timed]
+    assert timed == plain
+    assert times == sorted(times)
     assert [a.headers["x-ratelimit-limit"] for a in answers] == ["1000"] * 3
