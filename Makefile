@@ -63,7 +63,7 @@ help:
 	@echo "make stack-down     stop exactly the processes make stack started"
 	@echo "make bench-distributed  the bulk DAG at scale on the stack vs LocalExecutor (bench/results/)"
 	@echo "make bench-bulk     bulk sending at the real rate limit: 10,000 + 2,000 rows and the mapped"
-	@echo "                    DAG as baseline (about 35 minutes; make bench runs a small version)"
+	@echo "                    DAG as baseline (35-45 minutes; make bench runs a small version)"
 	@echo "make docs           build the guides under docs/ into site/ (MkDocs, strict: a warning fails)"
 	@echo "make clean          remove .demo/, dist/, site/ and the tools' caches (not the venvs)"
 
@@ -129,7 +129,7 @@ bench-distributed: install
 	$(VENV)/bin/python bench/bench_distributed.py
 
 # 10,000 template rows and 2,000 PDF rows against the real 1,000-a-minute window, then the mapped DAG
-# (500 rows, LocalExecutor stack) as baseline: about 35 minutes, mostly waiting for the rate limit.
+# (500 rows, LocalExecutor stack) as baseline: 35-45 minutes, mostly waiting for the rate limit.
 bench-bulk: install
 	$(VENV)/bin/python bench/bench_bulk.py
 

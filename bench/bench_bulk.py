@@ -24,7 +24,7 @@ sandbox. The ratio is envelopes a minute / the limit-bound rate, i.e. / (request
 
 Usage::
 
-    python bench/bench_bulk.py                 # the acceptance run: about 35 minutes
+    python bench/bench_bulk.py                 # the acceptance run: 35-45 minutes
     python bench/bench_bulk.py --small         # make bench: 1,000 + 200 rows, 100 requests per 6 s,
                                                # no mapped baseline (about 2 minutes)
 """
