@@ -7,6 +7,9 @@ description, so that a reader can tell what produced a number.
 Memory is measured with Linux's peak-RSS counter: writing ``5`` to ``/proc/PID/clear_refs`` resets
 ``VmHWM`` to the current RSS, so "peak growth" is ``VmHWM`` after the work minus ``VmRSS`` at the reset.
 Only loopback (127.0.0.1) is ever contacted.
+
+Time limits (:mod:`_limits`) are written for a quiet machine and stretch with its load: a benchmark
+that is slow because the machine is busy is not stopped as if it hung.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from _limits import Deadline
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_DIR = BENCH_DIR.parent
@@ -190,11 +195,14 @@ def process_tree(pid: int) -> list[int]:
 
 
 def run_measured(cmd: Sequence[str], *, timeout: float, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Run ``cmd`` with output to temp files; return exit code, wall time, output and its peak RSS."""
+    """Run ``cmd`` with output to temp files; return exit code, wall time, output and its peak RSS.
+
+    ``timeout`` is for a quiet machine: it stretches with the load (:class:`_limits.Deadline`).
+    """
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
         proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, env=env, cwd=REPO_DIR)
-        deadline = start + timeout
+        deadline = Deadline(timeout)
         status, hwm, usage = 0, 0.0, None
         while True:
             # The child's own peak RSS, polled while it runs: wait4's ru_maxrss would also count the
@@ -204,7 +212,7 @@ def run_measured(cmd: Sequence[str], *, timeout: float, env: dict[str, str] | No
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
-            if time.perf_counter() > deadline:
+            if deadline.expired():
                 proc.kill()
                 pid, status, usage = os.wait4(proc.pid, 0)
                 status = -9
