@@ -9,6 +9,13 @@ __version__ = "0.2.0"
 __all__ = ["__version__", "get_provider_info"]
 
 
+_DOCSIGN_URIS = {
+    "schemes": ["docsign"],
+    "handler": "airflow_provider_docsign.assets.normalize_uri",
+    "to_openlineage_converter": "airflow_provider_docsign.assets.to_openlineage",
+}
+
+
 def get_provider_info() -> dict[str, Any]:
     """Return the provider metadata Airflow reads through the ``apache_airflow_provider`` entry point.
 
@@ -70,6 +77,10 @@ def get_provider_info() -> dict[str, Any]:
             }
         ],
         "extra-links": ["airflow_provider_docsign.links.DocsignEnvelopeLink"],
+        # One URI scheme for envelopes, templates and webhook events (airflow_provider_docsign.assets):
+        # `asset-uris` is read by Airflow 3, `dataset-uris` by 2.11 (each ignores the other's key).
+        "asset-uris": [_DOCSIGN_URIS],
+        "dataset-uris": [_DOCSIGN_URIS],
         "connection-types": [
             {
                 "connection-type": "docsign",
