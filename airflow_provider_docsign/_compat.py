@@ -88,6 +88,7 @@ __all__ = [
     "TriggerEvent",
     "XCom",
     "aget_connection",
+    "amask_secret",
     "conf",
     "get_connection",
     "mask_secret",
@@ -105,3 +106,20 @@ async def aget_connection(conn_id: str) -> Any:
     if getter is not None:
         return await getter(conn_id)
     return BaseHook.get_connection(conn_id)
+
+
+async def amask_secret(secret: str) -> None:
+    """Mask a secret from async code (the triggerer).
+
+    Airflow 3's ``amask_secret`` tells the supervisor without a blocking send from the event loop; where
+    it is missing (Airflow 2.11 has no supervisor), the sync ``mask_secret``.
+    """
+    if AIRFLOW_V_3_0_PLUS:
+        try:
+            from airflow.sdk.log import amask_secret as _amask_secret
+        except ImportError:  # Airflow 3.0: no async twin
+            mask_secret(secret)
+            return
+        await _amask_secret(secret)
+        return
+    mask_secret(secret)
