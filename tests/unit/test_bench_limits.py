@@ -62,7 +62,7 @@ def test_a_busy_machine_stretches_the_limit_while_the_benchmark_runs() -> None:
 
 
 def test_the_stretch_never_shrinks_when_the_load_drops_and_a_hang_is_still_stopped() -> None:
-    machine = Machine(load=8.0)
+    machine = Machine(load=20.0)
     deadline = Deadline(90, load=machine.loadavg, cores=2, clock=machine.clock)
     assert deadline.limit == 90 * MAX_STRETCH
     machine.load = 0.1
