@@ -404,6 +404,8 @@ async def apoller_for(conn_id: str) -> EnvelopePoller:
     pending = registry.lookups.get(conn_id)
     if pending is None:
         pending = registry.lookups[conn_id] = asyncio.ensure_future(_look_up(registry, conn_id))
+        # Its error is re-raised to every waiter; retrieved here too, should all of them be cancelled.
+        pending.add_done_callback(lambda done: done.cancelled() or done.exception())
     # Shielded: a trigger cancelled while waiting does not cancel the look-up the others wait for.
     return await asyncio.shield(pending)
 
