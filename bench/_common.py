@@ -39,6 +39,8 @@ RESULTS_DIR = BENCH_DIR / "results"
 WORK_DIR = BENCH_DIR / ".work"
 API_KEY = "api_benchmarkkey000000001"
 MB = 1024 * 1024
+#: The Fernet key of the benchmarks' throw-away Airflow home (it protects nothing there).
+BENCH_FERNET_KEY = "ZG9jc2lnbi1iZW5jaC1mZXJuZXQta2V5LTMyYnl0ZXM="
 
 
 def _terminate(signum: int, frame: Any) -> None:
@@ -59,6 +61,9 @@ def airflow_env() -> dict[str, str]:
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__UNIT_TEST_MODE": "True",
+        # One key for every process and run: unit-test mode would make a new one per process, and the
+        # asset triggers a run stores (the webhook example's) could then not be read by the next.
+        "AIRFLOW__CORE__FERNET_KEY": BENCH_FERNET_KEY,
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_DIR / "dags_examples"),
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -26,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import BENCH_DIR, REPO_DIR, RESULTS_DIR, machine
+from _common import BENCH_DIR, REPO_DIR, RESULTS_DIR, WORK_DIR, machine
 from _limits import Deadline
 
 #: (name, script, time limit in seconds on a quiet machine). They add up to well under 10 minutes on
@@ -88,6 +89,9 @@ def main() -> int:
     parser.add_argument("--update-docs", action="store_true", help="rewrite the tables in docs/benchmarks.md")
     args = parser.parse_args()
     selected = [b for b in BENCHMARKS if not args.only or b[0] in args.only]
+    # Every run starts from a fresh throw-away Airflow home (its SQLite DB holds the last run's DAGs,
+    # runs and asset triggers).
+    shutil.rmtree(WORK_DIR / "airflow-home", ignore_errors=True)
     status: dict[str, str] = {}
     started = time.monotonic()
     limits: dict[str, str] = {}
