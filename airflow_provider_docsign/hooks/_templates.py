@@ -209,10 +209,6 @@ class TemplateMethods:
         :param include_fields: Copy its fields.
         """
         self.get_template(template_id)
-        call = ep.duplicate_envelope(
+        return self.duplicate_envelope(
             template_id, include_recipients=include_recipients, include_fields=include_fields
         )
-        body = self._call(call)
-        if not isinstance(body, Mapping) or not body.get("id"):
-            raise self._ambiguous(call, "the answer had no envelope id", None)
-        return str(body["id"])
