@@ -15,6 +15,9 @@ with the error the service would give. Facts from the v2.17.0 source:
 * attachments (``packages/lib/server-only/envelope-attachment/*``): refused on COMPLETED and REJECTED
   envelopes only.
 
+It also holds the local checks of the recipients and fields the operators are given (their shape,
+before the envelope is read), and the match that lets a retried task adopt fields an earlier try made.
+
 Every refusal is HTTP 400 with the code ``INVALID_REQUEST``; the messages below are the service's own.
 Not covered: AES/QES envelopes (qualified signature levels) are locked as soon as they leave DRAFT
 (``ENVELOPE_TSP_LOCKED``), but the API does not say an envelope's signature level, so that refusal
@@ -23,18 +26,25 @@ still comes from the service.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from airflow_provider_docsign.attachments import FROZEN_MESSAGE, FROZEN_STATUSES
+from airflow_provider_docsign.exceptions import DocsignRefusedLocallyError
 from airflow_provider_docsign.models import Envelope, EnvelopeStatus, Recipient
+from airflow_provider_docsign.payloads import FIELD_TYPES, RECIPIENT_ROLES
 
 __all__ = [
     "Refusal",
     "attachment_change_refusal",
     "field_delete_refusal",
+    "field_shape_problems",
     "fields_update_refusal",
+    "matching_fields",
     "recipient_delete_refusal",
+    "recipient_problems",
     "recipients_update_refusal",
 ]
 
@@ -62,6 +72,12 @@ class Refusal:
     message: str
     code: str = INVALID_REQUEST
     status: int = 400
+
+    def error(self) -> DocsignRefusedLocallyError:
+        """The error to raise: the service's status, code and message, for the request not sent."""
+        return DocsignRefusedLocallyError(
+            self.message, status_code=self.status, error_code=self.code, method=self.method, path=self.path
+        )
 
 
 def _finished(envelope: Envelope) -> bool:
@@ -162,3 +178,148 @@ def attachment_change_refusal(envelope: Envelope, path: str) -> Refusal | None:
     if status in FROZEN_STATUSES:
         return Refusal("POST", path, FROZEN_MESSAGE)
     return None
+
+
+# -- local shape checks (before the envelope is read) ----------------------------------------------
+
+_RECIPIENT_KEYS = {"email", "name", "role", "signingOrder", "accessAuth", "actionAuth"}
+_COORDINATES = ("positionX", "positionY", "width", "height")
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def recipient_problems(recipients: Any) -> list[str]:
+    """Local problems of recipients in the service's JSON shape (no network).
+
+    :param recipients: The list given to ``DocsignAddRecipientsOperator``.
+    """
+    if not isinstance(recipients, list | tuple) or not recipients:
+        return ["recipients: must be a non-empty list"]
+    problems: list[str] = []
+    for n, r in enumerate(recipients):
+        label = f"recipients[{n}]"
+        if not isinstance(r, dict):
+            problems.append(f"{label}: must be an object, not {type(r).__name__}")
+            continue
+        label += f" ({r.get('email') or r.get('name') or 'no email'})"
+        if "fields" in r:
+            problems.append(
+                f"{label}: fields cannot be added with a recipient here; use DocsignAddFieldsOperator"
+            )
+        unknown = sorted(set(r) - _RECIPIENT_KEYS - {"fields"})
+        if unknown:
+            problems.append(f"{label}: unknown key(s) {unknown}")
+        email = r.get("email")
+        if not isinstance(email, str) or len(email) > 254 or (email and "@" not in email):
+            problems.append(f'{label}: email must be an e-mail address (or ""), at most 254 characters')
+        name = r.get("name", "")
+        if not isinstance(name, str) or len(name) > 255:
+            problems.append(f"{label}: name must be a string of at most 255 characters")
+        role = r.get("role")
+        if role not in RECIPIENT_ROLES:
+            problems.append(f"{label}: role {role!r} is not one of {sorted(RECIPIENT_ROLES)}")
+        order = r.get("signingOrder")
+        if order is not None and (isinstance(order, bool) or not isinstance(order, int) or order < 0):
+            problems.append(f"{label}: signingOrder must be a non-negative integer")
+    return problems
+
+
+def field_shape_problems(fields: Any) -> list[str]:
+    """Local problems of fields in the service's JSON shape, before the envelope is read.
+
+    :param fields: The list given to ``DocsignAddFieldsOperator``.
+    """
+    if not isinstance(fields, list | tuple) or not fields:
+        return ["fields: must be a non-empty list"]
+    problems: list[str] = []
+    for n, f in enumerate(fields):
+        label = f"fields[{n}]"
+        if not isinstance(f, dict):
+            problems.append(f"{label}: must be an object, not {type(f).__name__}")
+            continue
+        rid = f.get("recipientId")
+        if isinstance(rid, bool) or not isinstance(rid, int):
+            problems.append(f"{label}: recipientId must be an integer recipient id, not {rid!r}")
+        ftype = f.get("type")
+        if ftype not in FIELD_TYPES:
+            problems.append(f"{label}: type {ftype!r} is not one of {sorted(FIELD_TYPES)}")
+        item_id = f.get("envelopeItemId")
+        if item_id is not None and (not isinstance(item_id, str) or not item_id):
+            problems.append(f"{label}: envelopeItemId must be an item id string")
+        if "placeholder" in f:
+            if not isinstance(f["placeholder"], str) or not f["placeholder"]:
+                problems.append(f"{label}: placeholder must be a non-empty string")
+            continue
+        page = f.get("page")
+        if isinstance(page, bool) or not isinstance(page, int) or page < 1:
+            problems.append(f"{label}: page must be an integer >= 1 (pages are one-based), not {page!r}")
+        values: dict[str, float] = {}
+        for key in _COORDINATES:
+            number = _number(f.get(key))
+            if number is None:
+                problems.append(f"{label}: {key} must be a number (percent of the page), not {f.get(key)!r}")
+            elif not 0 <= number <= 100:
+                problems.append(f"{label}: {key}={number:g} is outside 0-100 (percent of the page)")
+            else:
+                values[key] = number
+        if len(values) == 4:
+            if values["positionX"] + values["width"] > 100:
+                problems.append(
+                    f"{label}: positionX + width = {values['positionX'] + values['width']:g} exceeds 100"
+                )
+            if values["positionY"] + values["height"] > 100:
+                problems.append(
+                    f"{label}: positionY + height = {values['positionY'] + values['height']:g} exceeds 100"
+                )
+    return problems
+
+
+def matching_fields(
+    envelope: Envelope, fields: Sequence[Mapping[str, Any]], exclude: Envelope | None = None
+) -> list[int] | None:
+    """Ids of stored fields equal to every requested one (recipient, item, type, page, box), or None.
+
+    Used on retry and after a lost answer, so fields a failed try created are not created twice.
+    Placeholder fields cannot be matched (their box comes from the PDF text), so they give None.
+
+    :param envelope: The envelope as read now.
+    :param fields: The requested fields, in the service's JSON shape.
+    :param exclude: An earlier read of the envelope whose fields do not count (they existed before).
+    """
+    old = {f.id for f in exclude.fields} if exclude is not None else set()
+    candidates = [f for f in envelope.fields if f.id not in old]
+    first = envelope.items[0].id if envelope.items else None
+    ids: list[int] = []
+    for wanted in fields:
+        if "placeholder" in wanted:
+            return None
+        item_id = wanted.get("envelopeItemId") or first
+        box = [_number(wanted.get(k)) for k in _COORDINATES]
+        match = next(
+            (
+                f
+                for f in candidates
+                if f.id not in ids
+                and f.recipient_id == wanted.get("recipientId")
+                and f.envelope_item_id == item_id
+                and (f.type or "") == wanted.get("type")
+                and f.page == wanted.get("page")
+                and all(
+                    a is not None and b is not None and abs(a - b) < 1e-6
+                    for a, b in zip((f.position_x, f.position_y, f.width, f.height), box, strict=True)
+                )
+            ),
+            None,
+        )
+        if match is None:
+            return None
+        ids.append(match.id)
+    return ids
