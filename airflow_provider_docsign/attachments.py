@@ -126,16 +126,17 @@ def normalize_attachments(
                 f"{label_where}: must be an object with 'label' and 'url', not {type(entry).__name__}"
             )
             continue
+        entry_problems: list[str] = []
         unknown = sorted(set(entry) - {"label", "url", "data", "type"})
         if unknown:
-            problems.append(f"{label_where}: unknown key(s) {unknown}")
+            entry_problems.append(f"{label_where}: unknown key(s) {unknown}")
         if "url" in entry and "data" in entry and entry["url"] != entry["data"]:
-            problems.append(f"{label_where}: give the link once, as 'url'")
+            entry_problems.append(f"{label_where}: give the link once, as 'url'")
         if entry.get("type", "link") != "link":
-            problems.append(f"{label_where}: type must be 'link' (the only kind the service has)")
+            entry_problems.append(f"{label_where}: type must be 'link' (the only kind the service has)")
         url = entry.get("url", entry.get("data"))
-        found = attachment_problems(entry.get("label"), url, label_where)
-        problems.extend(found)
-        if not found:
+        entry_problems.extend(attachment_problems(entry.get("label"), url, label_where))
+        problems.extend(entry_problems)
+        if not entry_problems:
             out.append({"label": str(entry["label"]), "url": str(url)})
     return out, problems

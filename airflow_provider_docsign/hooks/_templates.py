@@ -139,7 +139,7 @@ class TemplateMethods:
         :param folder_id: The document folder for the new envelope.
         :param distribute: Send it at once (``distributeDocument``).
         :param override: ``title``, ``subject``, ``message``, ``timezone``, ``dateFormat``, ``language``...
-        :param attachments: ``[{"label", "data": url}]``.
+        :param attachments: ``[{"label", "url"}]`` (or ``{"label", "data"}``): labelled ``https`` links.
         :param form_values: PDF form values.
         :param template: The template if already read (saves one request).
         :param expiration_period: How long signing links stay valid (``"14d"``, ``"2w"``, ``"1m"``,
