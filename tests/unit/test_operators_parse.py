@@ -60,7 +60,11 @@ KWARGS: dict[str, dict[str, Any]] = {
         "envelope_id": "envelope_abc",
         "attachments": [{"label": "Terms", "url": "https://example.com/terms"}],
     },
-    "DocsignUpdateAttachmentOperator": {"envelope_id": "envelope_abc", "match_label": "Terms", "new_url": "x"},
+    "DocsignUpdateAttachmentOperator": {
+        "envelope_id": "envelope_abc",
+        "match_label": "Terms",
+        "new_url": "x",
+    },
     "DocsignDeleteAttachmentOperator": {"envelope_id": "envelope_abc", "match_label": "Terms"},
     "DocsignDuplicateEnvelopeOperator": {"envelope_id": "envelope_abc", "external_id": "resend-1"},
     "DocsignDeleteEnvelopesOperator": {"status": "DRAFT", "older_than_days": 30, "dry_run": True},
