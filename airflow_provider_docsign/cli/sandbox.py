@@ -138,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
         lifespan="on",
         timeout_graceful_shutdown=2,
         server_header=False,
+        date_header=False,  # the app sends Date from the sandbox's clock (see POST /_sandbox/clock)
     )
     server = uvicorn.Server(config)
     host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
