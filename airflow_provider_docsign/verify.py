@@ -16,10 +16,10 @@ socket or a directory is refused before it is opened, and one whose symbolic lin
 folder is refused too; each fails by name. Each entry is audited on its own: a malformed one (not an
 object, a ``path`` with a NUL byte or climbing out with ``..``) fails alone and the rest are audited.
 
-Then the folders themselves are checked (:func:`_folder_checks`): every PDF in the manifest's folder
-(and in the folders of its files) must be listed by a manifest *being audited*, and every other
-``.json`` there is reported, since a second manifest beside the first could otherwise vouch for an
-injected PDF. Envelopes that share a folder are audited together, by giving every manifest.
+Then the folders themselves are checked (:mod:`._audit_folders`): every PDF in the manifest's
+folder (and in the folders of its files) must be listed by a manifest *being audited*, and every
+other ``.json`` there is reported, since a second manifest beside the first could otherwise vouch for
+an injected PDF. Envelopes that share a folder are audited together, by giving every manifest.
 
 Where checks plug in: per file, :func:`_check_contents` (SHA-256, then signatures) runs on the one
 open stream of each entry; checks of a manifest as a whole go in :func:`_audit_one`, beside the
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import posixpath
 import sys
 from collections.abc import Iterable, Sequence
@@ -38,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from airflow_provider_docsign._audit_folders import findings
 from airflow_provider_docsign._sources import (
     NotARegularFileError,
     OutsideFolderError,
@@ -403,76 +403,17 @@ def _shown(manifest_uri: str, path: Any, relative: str) -> str:
     return f"{manifest_uri.rsplit('/', 1)[0]}/{relative}"
 
 
-@dataclass
-class _Folder:
-    """A folder the audited manifests cover: what they list there, and which of its files they are."""
-
-    directory: Any
-    manifest_uri: str
-    sub: str
-    listed: set[str] = field(default_factory=set)
-    manifests: set[str] = field(default_factory=set)
-
-
-def _folder_key(directory: Any) -> str:
-    return os.path.realpath(directory) if isinstance(directory, Path) else str(directory)
-
-
-def _names_in(directory: Any, root: Any) -> list[tuple[str, bool]]:
-    """``(name, is_regular_file)`` of every entry of a folder, links not followed.
-
-    A local folder that leads outside ``root`` (the manifest's folder) once its links are resolved is
-    not listed: its files are not this archive's (entries there are refused on their own).
-    """
-    if isinstance(directory, Path):
-        real, base = os.path.realpath(directory), os.path.realpath(root)
-        if real != base and not real.startswith(base.rstrip(os.sep) + os.sep):
-            return []
-        try:
-            with os.scandir(directory) as found:
-                return [(e.name, e.is_file(follow_symlinks=False)) for e in found]
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-    try:
-        return [(p.name, p.is_file()) for p in directory.iterdir()]
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-
-
 def _folder_checks(audited: Sequence[_Audited]) -> list[Outcome]:
     """Every PDF in the audited folders must be listed, and no other ``.json`` may lie there.
 
-    A folder's PDFs are checked against the manifests *being audited* only: a file beside them that
-    lists a PDF (an extra ``.json``) vouches for nothing; it is reported itself.
+    See :func:`._audit_folders.findings`: a file beside the manifests that lists a PDF (an extra
+    ``.json``) vouches for nothing; it is reported itself.
     """
-    folders: dict[str, _Folder] = {}
-    for one in audited:
-        subs = {""} | {posixpath.dirname(name) for name in one.listed}
-        for sub in sorted(subs):
-            directory = _join(one.path.parent, sub) if sub else one.path.parent
-            slot = folders.setdefault(_folder_key(directory), _Folder(directory, one.uri, sub))
-            slot.listed |= {posixpath.basename(n) for n in one.listed if posixpath.dirname(n) == sub}
-        folders[_folder_key(one.path.parent)].manifests.add(one.path.name)
-    out = []
-    for slot in folders.values():
-        root = next(a.path.parent for a in audited if a.uri == slot.manifest_uri)
-        for name, regular in sorted(_names_in(slot.directory, root)):
-            lower = name.lower()
-            relative = f"{slot.sub}/{name}" if slot.sub else name
-            shown = _shown(slot.manifest_uri, _join(slot.directory, name), relative)
-            kind = "" if regular else " (and it is not a regular file)"
-            if lower.endswith(".pdf") and name not in slot.listed:
-                problem = f"unlisted: a PDF beside the manifest that no audited manifest lists{kind}"
-            elif lower.endswith(".json") and name not in slot.manifests:
-                problem = (
-                    "unexpected: a .json beside the manifest that is not a manifest being audited; it "
-                    "vouches for nothing (if it is another envelope's manifest sharing this folder, "
-                    f"audit it too with another --manifest){kind}"
-                )
-            else:
-                continue
-            out.append(Outcome(shown, problems=[problem], lookup=LOOKUP_RELATIVE_PATH))
-    return out
+    found = findings([(one.uri, one.path, one.listed) for one in audited])
+    return [
+        Outcome(_shown(uri, path, relative), problems=[problem], lookup=LOOKUP_RELATIVE_PATH)
+        for uri, path, relative, problem in found
+    ]
 
 
 def audit_manifests(
