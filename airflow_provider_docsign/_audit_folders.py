@@ -13,8 +13,9 @@ import os
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
+
+from airflow_provider_docsign._sources import is_local_path
 
 __all__ = ["findings"]
 
@@ -40,7 +41,7 @@ class _Folder:
 
 
 def _key(directory: Any) -> str:
-    return os.path.realpath(directory) if isinstance(directory, Path) else str(directory)
+    return os.path.realpath(directory) if is_local_path(directory) else str(directory)
 
 
 def _join(folder: Any, relative: str) -> Any:
@@ -53,7 +54,7 @@ def _names_in(directory: Any, root: Any) -> list[tuple[str, bool]]:
     A local folder that leads outside ``root`` (the manifest's folder) once its links are resolved is
     not listed: its files are not this archive's (entries there are refused on their own).
     """
-    if isinstance(directory, Path):
+    if is_local_path(directory):
         real, base = os.path.realpath(directory), os.path.realpath(root)
         if real != base and not real.startswith(base.rstrip(os.sep) + os.sep):
             return []

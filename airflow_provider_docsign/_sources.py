@@ -125,6 +125,11 @@ def open_regular_file(
         raise
 
 
+def is_local_path(value: Any) -> bool:
+    """Whether ``value`` is a plain :mod:`pathlib` path (an ``ObjectStoragePath`` may subclass one)."""
+    return isinstance(value, PurePath) and type(value).__module__.split(".")[0] == "pathlib"
+
+
 def _object_storage_path_cls() -> Any:
     from airflow_provider_docsign._compat import ObjectStoragePath
 
@@ -139,7 +144,7 @@ def is_object_path(value: Any) -> bool:
     """
     if isinstance(value, str | bytes) or "airflow" not in sys.modules:
         return False
-    if isinstance(value, PurePath) and type(value).__module__.split(".")[0] == "pathlib":
+    if is_local_path(value):
         return False
     try:
         cls = _object_storage_path_cls()

@@ -41,6 +41,7 @@ from airflow_provider_docsign._audit_folders import findings
 from airflow_provider_docsign._sources import (
     NotARegularFileError,
     OutsideFolderError,
+    is_local_path,
     open_regular_file,
     open_source,
 )
@@ -145,7 +146,7 @@ def to_path(uri: str, conn_id: str | None = None) -> Any:
 
 def _open(path: Any, inside: Any = None) -> IO[bytes]:
     """Open a file to audit: a local one only if it is a regular file (inside ``inside``, if given)."""
-    if isinstance(path, Path):
+    if is_local_path(path):
         return open_regular_file(path, inside=inside)
     stream, _ = open_source(path)  # object storage: no links, FIFOs or devices there
     return stream
@@ -361,7 +362,7 @@ def _audit_one(uri: str, trust: TrustPolicy | None, *, conn_id: str | None, by_u
     manifest_path = to_path(uri, conn_id)
     manifest = _read_manifest(manifest_path, uri)
     folder = manifest_path.parent
-    local = isinstance(manifest_path, Path)
+    local = is_local_path(manifest_path)
     audited = _Audited(uri, manifest_path, [], set())
     for entry in _entries(manifest):
         data = entry.data or {}
