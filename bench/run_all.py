@@ -30,6 +30,7 @@ BENCHMARKS = [
     ("upload", "bench_upload.py", 150),
     ("download", "bench_download.py", 120),
     ("verify", "bench_verify.py", 90),
+    ("cli", "bench_cli.py", 120),
     ("waiting", "bench_waiting.py", 300),
     ("http_provider", "bench_http_provider.py", 90),
     ("pipeline", "bench_pipeline.py", 180),

@@ -2,12 +2,16 @@
 
 The checks live in :mod:`airflow_provider_docsign.verify` (no printing); this module prints one
 line per file (one per signature for a signed PDF) and chooses the exit status: 0 every file passes,
-1 a file fails (a signature, a changed, missing or unlisted file), 2 a file cannot be read at all
-(missing on the command line, not a PDF, a PDF that cannot be parsed) or the input is unusable (a
-manifest, a trust certificate, a fingerprint). Every file is reported, whatever happened to the others.
+1 a file fails (a signature, a changed, missing, unlisted or refused file, an extra ``.json``, a
+malformed entry), 2 a file cannot be read at all (missing on the command line, not a regular file,
+not a PDF, a PDF that cannot be parsed) or the input is unusable (a manifest, a trust certificate, a
+fingerprint). Every file is reported, whatever happened to the others: a file that cannot be read is
+one ``docsign verify: error: FILE: reason`` line on stderr, the others are the result on stdout.
 
-With ``--json`` stdout carries the JSON document only: while the audit runs, anything that would be
-printed (a library's ``print``, a warning, a log record) goes to stderr.
+Local files are audited without importing Airflow; it is loaded only for an object-storage URI
+(``s3://``...). With ``--json`` stdout carries the JSON document only (unreadable files included):
+while the audit runs, anything that would be printed (a library's ``print``, a warning, a log
+record) goes to stderr.
 """
 
 from __future__ import annotations
@@ -130,7 +134,7 @@ def _quiet_pyhanko_to_stderr() -> None:
 
 
 def _import_airflow_quietly(*, debug: bool) -> None:
-    """Import Airflow now (opening any path does), with its import-time notices kept off the output."""
+    """Import Airflow (an object-storage URI needs it), with its import-time notices kept off the output."""
     # Airflow 2.11 warns at import (and again at exit) unless metrics use Airflow 3's unit; this
     # command publishes no metrics, so it takes Airflow 3's default.
     os.environ.setdefault("AIRFLOW__METRICS__TIMER_UNIT_CONSISTENCY", "True")
@@ -154,10 +158,12 @@ def run(args: argparse.Namespace) -> int:
     from airflow_provider_docsign import verify
     from airflow_provider_docsign.signatures import TrustPolicy
 
+    label = getattr(args, "label", "docsign verify")
     # Nothing but the result reaches stdout: Airflow's import-time logging, a stray print or a warning
     # during the audit goes to stderr.
     with contextlib.redirect_stdout(sys.stderr):
-        _import_airflow_quietly(debug=bool(getattr(args, "debug", False)))
+        if any(verify.is_remote(uri) for uri in [*args.files, *args.manifest, *args.trust]):
+            _import_airflow_quietly(debug=bool(getattr(args, "debug", False)))
         _quiet_pyhanko_to_stderr()
         try:
             trust = TrustPolicy.from_sources(
@@ -171,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
             )
         except verify.UnusableInput as err:
             raise CliError(str(err)) from err
+    unreadable = [o for o in outcomes if o.unreadable]
     if args.json:
         print(json.dumps([o.to_dict() for o in outcomes], indent=2))
     else:
@@ -184,15 +191,18 @@ def run(args: argparse.Namespace) -> int:
         if any(o.lookup == verify.LOOKUP_FILE_NAME for o in outcomes):
             print("note: the manifest records no relative paths (an older archive): files were found by name")
         for outcome in outcomes:
-            print("\n".join(lines(outcome)))
-    unreadable = [o.file for o in outcomes if o.unreadable]
+            if not outcome.unreadable:
+                print("\n".join(lines(outcome)))
+    for outcome in unreadable:  # the command could not do its job for these: errors, on stderr
+        reason = "; ".join(outcome.problems)
+        print(f"{label}: error: {one_line(outcome.file)}: {one_line(reason)}", file=sys.stderr)
     failed = [o.file for o in outcomes if o.problems and not o.unreadable]
     if len(outcomes) > 1 and (unreadable or failed):
         parts = []
         if failed:
             parts.append(f"{len(failed)} failed: {', '.join(failed)}")
         if unreadable:
-            parts.append(f"{len(unreadable)} unreadable: {', '.join(unreadable)}")
+            parts.append(f"{len(unreadable)} unreadable: {', '.join(o.file for o in unreadable)}")
         print(one_line(f"{len(outcomes)} file(s) audited; " + "; ".join(parts)), file=sys.stderr)
     if unreadable:
         return EXIT_UNUSABLE

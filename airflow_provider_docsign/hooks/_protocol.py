@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_docsign.exceptions import DocsignAmbiguousWriteError
@@ -33,6 +34,7 @@ class HookCore(Protocol):
     """The part of ``DocsignHook`` that its endpoint mixins use."""
 
     last_rate_limit: RateLimit | None
+    last_service_time: datetime | None
     _async_client: httpx.AsyncClient | None
     _async_loop: weakref.ref[asyncio.AbstractEventLoop] | None
 

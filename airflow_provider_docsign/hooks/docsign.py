@@ -48,6 +48,7 @@ import logging
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +84,7 @@ from airflow_provider_docsign.hooks._http import (
     Settings,
     api_error,
     log_response_body,
+    parse_http_date,
     parse_rate_limit,
     parse_retry_after,
     retryable_statuses,
@@ -171,6 +173,9 @@ class DocsignHook(
         self._async_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
         #: The rate-limit headers of the last answer (the trigger poller and the export pace on them).
         self.last_rate_limit: RateLimit | None = None
+        #: The ``Date`` header of the last answer: the service's clock, never compared with Airflow's
+        #: (the reminders operator measures "since this run started" on it).
+        self.last_service_time: datetime | None = None
         #: Called before every sync request (the export's rate-limit pacing); ``None`` by default.
         self.before_request: Callable[[], None] | None = None
 
@@ -405,6 +410,7 @@ class DocsignHook(
                     closer()
             status = response.status_code
             self.last_rate_limit = parse_rate_limit(response.headers) or self.last_rate_limit
+            self.last_service_time = parse_http_date(response.headers.get("date")) or self.last_service_time
             log.debug(
                 "Docsign %s %s -> %s (request id %s)",
                 call.method,

@@ -257,6 +257,10 @@ class SandboxServer:
             self._control("POST", "/backdate", json={"envelopeId": envelope_id, "days": days})["createdAt"]
         )
 
+    def set_clock_offset(self, seconds: float) -> str:
+        """Skew the sandbox's clock ``seconds`` against the machine's (``0`` puts it back); return its now."""
+        return str(self._control("POST", "/clock", json={"offsetSeconds": seconds})["now"])
+
     def reminders(self, envelope_id: str | None = None) -> dict[str, Any]:
         """Reminder e-mails counted (not sent): ``{data: [{envelopeId, recipientId, count}], total}``."""
         params = {"envelopeId": envelope_id} if envelope_id else None
