@@ -12,9 +12,16 @@ from typing import Any
 __all__ = [
     "DocsignAPIError",
     "DocsignAmbiguousWriteError",
+    "DocsignArchiveConflictError",
+    "DocsignArchiveError",
+    "DocsignArchiveEscapeError",
+    "DocsignArchiveRefusedError",
+    "DocsignArchiveSignatureError",
     "DocsignAuthError",
     "DocsignConnectionError",
     "DocsignDownloadError",
+    "DocsignEnvelopeFailedError",
+    "DocsignEnvelopeNotReadyError",
     "DocsignError",
     "DocsignInvalidRequestError",
     "DocsignNotFoundError",
@@ -247,3 +254,59 @@ class DocsignRecipientExpiredError(DocsignError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (str(self), self.expired))
+
+
+# -- archiving ------------------------------------------------------------------------------------
+#
+# Raised by the archive's pure modules (archive_store, archiver). The archive operators raise every
+# DocsignArchiveRefusedError as a subclass that is also Airflow's AirflowFailException, so the task
+# fails at once instead of spending its retries (operators/archive.py); catching these classes
+# catches both.
+
+
+class DocsignArchiveError(DocsignError):
+    """Archiving failed for a reason that retrying the task may fix (e.g. a download failed)."""
+
+
+class DocsignEnvelopeNotReadyError(DocsignArchiveError):
+    """The envelope's status does not (yet) allow the requested download version.
+
+    Raised for ``version="signed"`` before COMPLETED (the real service would silently return the
+    unsigned upload) and for ``version="pending"`` outside PENDING. A later try may succeed.
+    """
+
+
+class DocsignArchiveRefusedError(DocsignError):
+    """Archiving cannot succeed by trying again: the base of the archive failures that skip retries."""
+
+
+class DocsignArchiveConflictError(DocsignArchiveRefusedError):
+    """A different file already exists at an archive name and ``overwrite`` is off.
+
+    The existing file is left untouched. Retrying cannot help, so the task fails without retries.
+    """
+
+
+class DocsignEnvelopeFailedError(DocsignArchiveRefusedError):
+    """The envelope was rejected or cancelled: its documents will never be signed. No retries."""
+
+
+class DocsignArchiveEscapeError(DocsignArchiveRefusedError):
+    """An archive path would lead outside the destination (a symlinked folder or file name).
+
+    Nothing was written. A retry would meet the same link, so the task fails without retries; remove
+    the link (or archive elsewhere) and clear the task.
+    """
+
+
+class DocsignArchiveSignatureError(DocsignArchiveRefusedError, DocsignSignatureError):
+    """A downloaded PDF failed signature verification under ``verify_signatures="require"``. No retries.
+
+    A retry cannot help: it downloads the same bytes again. The service stores the sealed PDF once
+    and serves it unchanged, and a download that was cut short or altered in transit is already
+    caught before verification (content type, ``%PDF-`` magic, size and SHA-256 cross-checked with
+    the hook). So a signature that does not verify, a missing signature, a change after signing or an
+    untrusted signer is a property of the document (or of the trust policy), and the task fails at
+    once instead of spending its retries. It is a :class:`DocsignSignatureError`, so code catching
+    that still catches it.
+    """

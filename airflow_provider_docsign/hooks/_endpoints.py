@@ -77,6 +77,21 @@ def _many(envelope_id: str, data: Sequence[Mapping[str, Any]]) -> dict[str, Any]
     return {"envelopeId": check_str_id(envelope_id, "envelope_id"), "data": [dict(d) for d in data]}
 
 
+_CAMEL = {
+    "external_id": "externalId",
+    "folder_id": "folderId",
+    "parent_id": "parentId",
+    "global_access_auth": "globalAccessAuth",
+    "global_action_auth": "globalActionAuth",
+    "template_type": "templateType",
+}
+
+
+def camel(changes: Mapping[str, Any]) -> dict[str, Any]:
+    """Rename the snake_case keyword changes of an update method to the service's camelCase keys."""
+    return {_CAMEL.get(k, k): v for k, v in changes.items()}
+
+
 # -- envelopes ------------------------------------------------------------------------------------
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from airflow_provider_docsign import __version__
 from airflow_provider_docsign.exceptions import (
     DocsignAPIError,
     DocsignAuthError,
@@ -28,6 +29,9 @@ from airflow_provider_docsign.exceptions import (
 )
 
 log = logging.getLogger("airflow_provider_docsign.hooks.docsign")
+
+#: The ``User-Agent`` of every request, sync and async.
+USER_AGENT = f"airflow-provider-docsign/{__version__}"
 
 DEFAULT_BASE_URL = "https://app.documenso.com/api/v2"
 API_SUFFIX = "/api/v2"

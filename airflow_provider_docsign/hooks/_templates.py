@@ -1,4 +1,4 @@
-"""The template methods of :class:`~.docsign.DocsignHook` (a mixin, to keep each file short).
+"""The template methods of :class:`~.docsign.DocsignHook` (a mixin typed against ``HookCore``).
 
 A template is an envelope of type ``TEMPLATE``: it is created, read and listed through the envelope
 routes, used with ``POST /envelope/use`` (streaming multipart, like a create) and copied with
@@ -11,33 +11,27 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
 from airflow_provider_docsign.expiry import merge_meta
 from airflow_provider_docsign.hooks import _endpoints as ep
+from airflow_provider_docsign.hooks._protocol import HookCore
 from airflow_provider_docsign.hooks._transfer import multipart_body
 from airflow_provider_docsign.models import Envelope, EnvelopeSummary
 from airflow_provider_docsign.templates import TemplateUse, validate_use_payload
-
-if TYPE_CHECKING:
-    from airflow_provider_docsign.hooks.docsign import DocsignHook
 
 log = logging.getLogger("airflow_provider_docsign.hooks.docsign")
 
 TEMPLATE = "TEMPLATE"
 
 
-def _hook(obj: object) -> DocsignHook:
-    return cast("DocsignHook", obj)
-
-
 class TemplateMethods:
     """Create, find, read, use and duplicate templates (mixed into ``DocsignHook``)."""
 
     def create_template(
-        self,
+        self: HookCore,
         *,
         title: str,
         files: Sequence[Any],
@@ -61,7 +55,7 @@ class TemplateMethods:
         :param folder_id: A folder of type ``TEMPLATE``.
         :param payload_extra: Other payload keys, passed unchanged.
         """
-        return _hook(self).create_envelope(
+        return self.create_envelope(
             title=title,
             files=files,
             recipients=recipients,
@@ -72,13 +66,13 @@ class TemplateMethods:
             **payload_extra,
         )
 
-    def get_template(self, template_id: str) -> Envelope:
+    def get_template(self: HookCore, template_id: str) -> Envelope:
         """Return a template with its items, recipients and fields.
 
         :param template_id: The template's envelope id.
         :raises DocsignValidationError: if the envelope is not a template.
         """
-        template = _hook(self).get_envelope(template_id)
+        template = self.get_envelope(template_id)
         if template.type != TEMPLATE:
             raise DocsignValidationError(
                 [f"{template_id} is a {template.type}, not a TEMPLATE"], "get_template"
@@ -86,7 +80,7 @@ class TemplateMethods:
         return template
 
     def find_templates(
-        self, *, query: str | None = None, folder_id: str | None = None
+        self: HookCore, *, query: str | None = None, folder_id: str | None = None
     ) -> Iterator[EnvelopeSummary]:
         """Iterate over templates, following every page.
 
@@ -96,9 +90,11 @@ class TemplateMethods:
         :param query: Search text.
         :param folder_id: A template folder.
         """
-        return _hook(self).find_envelopes(query=query, folder_id=folder_id, envelope_type=TEMPLATE)
+        return self.find_envelopes(query=query, folder_id=folder_id, envelope_type=TEMPLATE)
 
-    def find_templates_by_title(self, title: str, *, folder_id: str | None = None) -> list[EnvelopeSummary]:
+    def find_templates_by_title(
+        self: HookCore, title: str, *, folder_id: str | None = None
+    ) -> list[EnvelopeSummary]:
         """Return the templates whose title equals ``title`` exactly (0, 1 or more).
 
         :param title: The exact title.
@@ -107,10 +103,10 @@ class TemplateMethods:
         if not isinstance(title, str) or not title.strip():
             raise DocsignValidationError(["title must be a non-empty string"], "find_templates_by_title")
         wanted = title.strip()
-        return [t for t in _hook(self).find_templates(query=wanted, folder_id=folder_id) if t.title == wanted]
+        return [t for t in self.find_templates(query=wanted, folder_id=folder_id) if t.title == wanted]
 
     def use_template(
-        self,
+        self: HookCore,
         template_id: str,
         *,
         recipients: Sequence[Mapping[str, Any]],
@@ -161,7 +157,7 @@ class TemplateMethods:
         if reminder_meta:
             send_now, distribute = distribute, False
         if template is None or template.id != template_id:
-            template = _hook(self).get_template(template_id)
+            template = self.get_template(template_id)
         if isinstance(files, str | bytes | os.PathLike):
             files = [files]
         payload, sources, names = validate_use_payload(
@@ -178,16 +174,16 @@ class TemplateMethods:
         )
         call = ep.use_template()
         ext = payload.get("externalId")
-        response = _hook(self)._send(call, body=multipart_body(payload, sources, names), external_id=ext)
-        body = _hook(self)._json(response, call, ext)
+        response = self._send(call, body=multipart_body(payload, sources, names), external_id=ext)
+        body = self._json(response, call, ext)
         if not isinstance(body, Mapping) or not body.get("id"):
-            raise _hook(self)._ambiguous(call, "the answer had no envelope id", ext)
+            raise self._ambiguous(call, "the answer had no envelope id", ext)
         result = TemplateUse.from_json(body)
         if reminder_meta:
             # Not a retry: the envelope exists; if this fails the error names it (found by externalId).
-            _hook(self).update_envelope(result.envelope_id, meta=reminder_meta)
+            self.update_envelope(result.envelope_id, meta=reminder_meta)
             if send_now:
-                _hook(self).distribute_envelope(result.envelope_id)
+                self.distribute_envelope(result.envelope_id)
         log.info(
             "Created Docsign envelope %s from template %s (%d replacement file(s), %d prefilled field(s))",
             result.envelope_id,
@@ -198,7 +194,7 @@ class TemplateMethods:
         return result
 
     def duplicate_template(
-        self,
+        self: HookCore,
         template_id: str,
         *,
         include_recipients: bool = True,
@@ -212,11 +208,11 @@ class TemplateMethods:
         :param include_recipients: Copy its recipients.
         :param include_fields: Copy its fields.
         """
-        _hook(self).get_template(template_id)
+        self.get_template(template_id)
         call = ep.duplicate_envelope(
             template_id, include_recipients=include_recipients, include_fields=include_fields
         )
-        body = _hook(self)._call(call)
+        body = self._call(call)
         if not isinstance(body, Mapping) or not body.get("id"):
-            raise _hook(self)._ambiguous(call, "the answer had no envelope id", None)
+            raise self._ambiguous(call, "the answer had no envelope id", None)
         return str(body["id"])

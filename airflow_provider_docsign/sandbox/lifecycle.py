@@ -223,7 +223,7 @@ def redistribute(
                 if email:  # counted, never sent: see GET /_sandbox/reminders
                     email_sent(state, env["id"], changed, resending=True)
         response = send_response(state, env, webapp_url)
-    state.webhooks.notify(state, envelope_id, "DOCUMENT_REMINDER_SENT")
+    state.notify(envelope_id, "DOCUMENT_REMINDER_SENT")
     return response
 
 
@@ -271,7 +271,7 @@ def expire(state: SandboxState, envelope_id: str, recipient_id: int | None) -> l
                 user_id=None,
             )
     for _ in recipients:  # the real service fires one RECIPIENT_EXPIRED per recipient
-        state.webhooks.notify(state, envelope_id, "RECIPIENT_EXPIRED")
+        state.notify(envelope_id, "RECIPIENT_EXPIRED")
     return [r["id"] for r in recipients]
 
 
@@ -410,7 +410,7 @@ def cancel(state: SandboxState, envelope_id: str, reason: str | None) -> None:
         env.update({"status": "CANCELLED", "completedAt": now, "updatedAt": now})
         store.put("envelope", env)
         state.audit(envelope_id, "DOCUMENT_CANCELLED", {"reason": reason or ""})
-    state.webhooks.notify(state, envelope_id, "DOCUMENT_CANCELLED")
+    state.notify(envelope_id, "DOCUMENT_CANCELLED")
 
 
 def _seal_outcome(state: SandboxState, envelope_id: str) -> str | None:
@@ -545,7 +545,7 @@ def seal(state: SandboxState, envelope_id: str) -> None:
             store.put("item", sealed)
         if outcome == "COMPLETED":
             state.audit(envelope_id, "DOCUMENT_COMPLETED", {"transactionId": cuid()})
-    state.webhooks.notify(state, envelope_id, f"DOCUMENT_{outcome}")
+    state.notify(envelope_id, f"DOCUMENT_{outcome}")
 
 
 def recover(state: SandboxState) -> None:

@@ -50,6 +50,10 @@ class SandboxState:
         """The per-file limit in MB, as the error message states it."""
         return self.max_file_bytes // (1024 * 1024)
 
+    def notify(self, envelope_id: str, event: str) -> None:
+        """Send the webhook ``event`` about ``envelope_id`` to every subscription that wants it."""
+        self.webhooks.notify(self.store, self.later, envelope_id, event)
+
     def later(self, delay: float, fn: Callable[[], Any]) -> None:
         """Run ``fn`` in a daemon timer thread after ``delay`` seconds (errors are logged)."""
 

@@ -27,18 +27,20 @@ import functools
 import json
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import requests
 
 from airflow_provider_docsign.webhook_urls import UnusableWebhookUrl, check_webhook_url, parse_bypass_hosts
 
 from .ids import iso
+from .store import Store
 from .views import legacy_ids, recipient_lite
 
-if TYPE_CHECKING:
-    from .state import SandboxState
+#: Runs a callable in the background after a delay (``SandboxState.later``).
+Later = Callable[[float, Callable[[], Any]], Any]
 
 log = logging.getLogger(__name__)
 
@@ -105,17 +107,23 @@ class WebhookSender:
             self.deliveries.clear()
             self.drop = 0
 
-    def notify(self, state: SandboxState, envelope_id: str, event: str) -> None:
-        """Queue one delivery per subscription that wants ``event`` (sent from a background thread)."""
+    def notify(self, store: Store, later: Later, envelope_id: str, event: str) -> None:
+        """Queue one delivery per subscription that wants ``event`` (sent from a background thread).
+
+        :param store: The sandbox's store, read for the delivery's payload.
+        :param later: Runs each delivery in the background (``SandboxState.later``).
+        :param envelope_id: The envelope the event is about.
+        :param event: The event, e.g. ``DOCUMENT_COMPLETED``.
+        """
         with self.lock:
             targets = [s for s in self.subscriptions if event in s.events]
         if not targets:
             return
-        payload = _payload(state, envelope_id)
+        payload = _payload(store, envelope_id)
         if payload is None:
             return
         for sub in targets:
-            state.later(0, functools.partial(self._deliver, sub, event, envelope_id, payload))
+            later(0, functools.partial(self._deliver, sub, event, envelope_id, payload))
 
     def _deliver(self, sub: Subscription, event: str, envelope_id: str, payload: dict[str, Any]) -> None:
         entry: dict[str, Any] = {"event": event, "envelopeId": envelope_id, "url": sub.url, "attempts": []}
@@ -162,8 +170,7 @@ class WebhookSender:
         self.bypass_hosts = parse_bypass_hosts(value)
 
 
-def _payload(state: SandboxState, envelope_id: str) -> dict[str, Any] | None:
-    store = state.store
+def _payload(store: Store, envelope_id: str) -> dict[str, Any] | None:
     with store.lock:
         env = store.get("envelope", envelope_id)
         if env is None:

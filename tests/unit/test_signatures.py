@@ -239,7 +239,7 @@ def test_the_memory_bound_stops_only_that_verification(tmp_path: Path) -> None:
 def test_the_archive_operator_names_an_unreadable_staged_file(tmp_path: Path) -> None:
     from hostile_pdfs import deeply_nested_pdf
 
-    from airflow_provider_docsign.operators import _verify
+    from airflow_provider_docsign import archive_signatures as _verify
 
     deep = deeply_nested_pdf(tmp_path / ".01-contract.pdf.abc.partial")
     report, problem = _verify.verify_file(deep, "file:///archive/ENV-1/01-contract.pdf", None)

@@ -1,0 +1,236 @@
+"""Envelope methods of :class:`~.docsign.DocsignHook`: create, read, find, update, send, cancel, audit log.
+
+A mixin typed against :class:`~._protocol.HookCore`: every request goes through the hook's one request
+loop, so the retry rules of :mod:`._http` apply (a create is never repeated after it may have reached
+the service).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from airflow_provider_docsign.exceptions import DocsignValidationError
+from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
+from airflow_provider_docsign.expiry import merge_meta
+from airflow_provider_docsign.hooks import _endpoints as ep
+from airflow_provider_docsign.hooks._endpoints import camel
+from airflow_provider_docsign.hooks._protocol import HookCore
+from airflow_provider_docsign.hooks._transfer import multipart_body
+from airflow_provider_docsign.models import Envelope, EnvelopeStatus, EnvelopeSummary
+from airflow_provider_docsign.payloads import control_character_problems, validate_create_payload
+
+log = logging.getLogger("airflow_provider_docsign.hooks.docsign")
+
+
+class EnvelopeMethods:
+    """Envelope endpoints (mixed into ``DocsignHook``)."""
+
+    def create_envelope(
+        self: HookCore,
+        *,
+        title: str,
+        files: Sequence[Any],
+        recipients: Sequence[Mapping[str, Any]] | None = None,
+        external_id: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        folder_id: str | None = None,
+        envelope_type: str = "DOCUMENT",
+        expiration_period: Any = DEFAULT_PERIOD,
+        reminders: Any = DEFAULT_PERIOD,
+        **payload_extra: Any,
+    ) -> str:
+        """Create a draft envelope from PDFs in one streaming multipart request; return its id.
+
+        Everything is validated locally first (see
+        :func:`~airflow_provider_docsign.payloads.validate_create_payload`); on a problem nothing is
+        sent. A create is never retried after it may have reached the service.
+
+        :param title: The envelope title (1-255 characters).
+        :param files: The PDFs, in order: local paths, binary file objects or ``ObjectStoragePath``.
+            ``field.identifier`` is the zero-based index into this list.
+        :param recipients: Recipients in the service's shape, with nested ``fields``.
+        :param external_id: Your own reference; lets you find the envelope after an ambiguous create.
+        :param meta: Document meta in the service's shape (``subject``, ``message``, ``timezone``, ...).
+        :param folder_id: Create the envelope in this folder.
+        :param envelope_type: ``DOCUMENT`` or ``TEMPLATE``.
+        :param expiration_period: How long signing links stay valid after sending: ``"14d"``, ``"2w"``,
+            ``"1m"``, ``"1y"``, ``{"unit": "day", "amount": 14}``, or ``None`` for never; sent as
+            ``meta.envelopeExpirationPeriod``. Default: leave it to the team's setting (3 months).
+        :param reminders: Automatic reminders, ``{"send_after": "3d", "repeat_every": "2d"}`` or
+            ``None`` for none; sent as ``meta.reminderSettings``. Default: the team's setting.
+        :param payload_extra: Other payload keys, passed unchanged (e.g. ``visibility``, ``formValues``).
+        """
+        meta = merge_meta(meta, expiration_period, reminders)
+        sources = list(files) if not isinstance(files, str | bytes | os.PathLike) else [files]
+        payload, pdfs = validate_create_payload(
+            title=title,
+            files=sources,
+            recipients=recipients,
+            external_id=external_id,
+            meta=meta,
+            folder_id=folder_id,
+            envelope_type=envelope_type,
+            payload_extra=payload_extra,
+        )
+        call = ep.create_envelope()
+        response = self._send(
+            call, body=multipart_body(payload, sources, [p.name for p in pdfs]), external_id=external_id
+        )
+        body = self._json(response, call, external_id)
+        if not isinstance(body, Mapping) or not body.get("id"):
+            raise self._ambiguous(call, "the answer had no envelope id", external_id)
+        envelope_id = str(body["id"])
+        log.info("Created Docsign envelope %s with %d file(s)", envelope_id, len(pdfs))
+        return envelope_id
+
+    def get_envelope(self: HookCore, envelope_id: str) -> Envelope:
+        """Return the full envelope (items sorted by ``order``, recipients, fields).
+
+        :param envelope_id: The envelope id.
+        """
+        return ep.parse_envelope(self._call(ep.get_envelope(envelope_id)))
+
+    def get_envelopes(self: HookCore, envelope_ids: Iterable[str]) -> list[Envelope]:
+        """Return many envelopes, 20 ids per request, in the order asked; unknown ids are left out.
+
+        :param envelope_ids: Envelope ids.
+        """
+        ids = list(dict.fromkeys(envelope_ids))
+        result: list[Envelope] = []
+        for start in range(0, len(ids), ep.GET_MANY_BATCH):
+            batch = ids[start : start + ep.GET_MANY_BATCH]
+            result.extend(ep.parse_envelopes_in_order(self._call(ep.get_many(batch)), batch))
+        return result
+
+    def find_envelopes(
+        self: HookCore,
+        *,
+        query: str | None = None,
+        status: str | EnvelopeStatus | None = None,
+        folder_id: str | None = None,
+        envelope_type: str | None = None,
+    ) -> Iterator[EnvelopeSummary]:
+        """Iterate over matching envelopes, following every page (100 per page).
+
+        Note (real service): without ``folder_id`` only envelopes at the root are listed, and
+        ``query`` is a case-insensitive substring match over title, externalId and recipients.
+
+        :param query: Search text.
+        :param status: Only envelopes with this status.
+        :param folder_id: Only envelopes in this folder.
+        :param envelope_type: ``DOCUMENT`` or ``TEMPLATE``.
+        """
+        status_value = status.value if isinstance(status, EnvelopeStatus) else status
+        if status_value is not None and status_value not in {s.value for s in EnvelopeStatus}:
+            raise DocsignValidationError([f"unknown status {status_value!r}"], "find_envelopes")
+        for data in self._pages(
+            lambda page: ep.find_envelopes(
+                page=page, query=query, status=status_value, folder_id=folder_id, envelope_type=envelope_type
+            )
+        ):
+            yield EnvelopeSummary.from_json(data)
+
+    def find_envelopes_by_external_id(
+        self: HookCore, external_id: str, *, folder_id: str | None = None
+    ) -> list[EnvelopeSummary]:
+        """Return the envelopes whose ``externalId`` equals ``external_id`` exactly.
+
+        The service only offers a substring search (and only sees the root without ``folder_id``), so
+        the results are filtered to exact matches. ``externalId`` is not unique: expect 0, 1 or more.
+
+        :param external_id: The external id to look for.
+        :param folder_id: The folder the envelope was created in (``None``: the root).
+        """
+        if not isinstance(external_id, str) or not external_id.strip():
+            raise DocsignValidationError(
+                ["external_id must be a non-empty string"], "find_envelopes_by_external_id"
+            )
+        wanted = external_id.strip()  # the service trims externalId on create
+        return [e for e in self.find_envelopes(query=wanted, folder_id=folder_id) if e.external_id == wanted]
+
+    def update_envelope(
+        self: HookCore,
+        envelope_id: str,
+        *,
+        data: Mapping[str, Any] | None = None,
+        meta: Mapping[str, Any] | None = None,
+        **changes: Any,
+    ) -> EnvelopeSummary:
+        """Change an envelope's title, externalId, folder, visibility or meta.
+
+        :param envelope_id: The envelope id.
+        :param data: Changes in the service's shape (``title``, ``externalId``, ``folderId``, ...).
+        :param meta: Meta changes in the service's shape.
+        :param changes: The same as ``data`` with snake_case names (``title=``, ``external_id=``,
+            ``folder_id=`` where ``None`` moves to the root).
+        """
+        merged = dict(data or {})
+        merged.update(camel(changes))
+        problems: list[str] = []
+        for key in ("title", "externalId"):
+            value = merged.get(key)
+            if (
+                key in merged
+                and value is not None
+                and (not isinstance(value, str) or len(value.strip()) > 255)
+            ):
+                problems.append(f"{key} must be a string of at most 255 characters")
+        if "title" in merged and not (isinstance(merged["title"], str) and merged["title"].strip()):
+            problems.append("title must not be empty")
+        if not merged and not meta:
+            problems.append("nothing to update: give data, meta or keyword changes")
+        problems.extend(control_character_problems(merged, "data") + control_character_problems(meta, "meta"))
+        if problems:
+            raise DocsignValidationError(problems, "update_envelope")
+        return EnvelopeSummary.from_json(self._call(ep.update_envelope(envelope_id, merged, meta)))
+
+    def delete_envelope(self: HookCore, envelope_id: str) -> None:
+        """Delete an envelope (drafts and pending ones are removed; finished ones are soft-deleted).
+
+        :param envelope_id: The envelope id.
+        """
+        self._call(ep.delete_envelope(envelope_id))
+
+    def distribute_envelope(
+        self: HookCore, envelope_id: str, *, meta: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Send a draft to its recipients (DRAFT -> PENDING); return the raw answer.
+
+        The answer lists every recipient with its ``signingUrl`` (sensitive: treat it as a secret).
+        Note (real service): an unknown or completed envelope answers HTTP 500, not 404.
+
+        :param envelope_id: The envelope id.
+        :param meta: Meta to save before sending (``subject``, ``message``, ...).
+        """
+        body = self._call(ep.distribute_envelope(envelope_id, meta))
+        return dict(body) if isinstance(body, Mapping) else {"response": body}
+
+    def redistribute_envelope(
+        self: HookCore, envelope_id: str, recipient_ids: Sequence[int]
+    ) -> dict[str, Any]:
+        """Re-send the signing request to some recipients of a pending envelope; return the raw answer.
+
+        :param envelope_id: The envelope id.
+        :param recipient_ids: Recipient ids to remind.
+        """
+        body = self._call(ep.redistribute_envelope(envelope_id, recipient_ids))
+        return dict(body) if isinstance(body, Mapping) else {"response": body}
+
+    def cancel_envelope(self: HookCore, envelope_id: str, *, reason: str | None = None) -> None:
+        """Cancel a pending envelope (PENDING -> CANCELLED).
+
+        :param envelope_id: The envelope id.
+        :param reason: Why, recorded in the audit log.
+        """
+        self._call(ep.cancel_envelope(envelope_id, reason))
+
+    def get_audit_log(self: HookCore, envelope_id: str) -> Iterator[dict[str, Any]]:
+        """Iterate over the envelope's audit log entries (every page, newest first).
+
+        :param envelope_id: The envelope id.
+        """
+        for entry in self._pages(lambda page: ep.audit_log(envelope_id, page=page)):
+            yield dict(entry)
