@@ -19,9 +19,12 @@ The archive operator names it with ``tsa_conn_id``, or the docsign connection do
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 from airflow_provider_docsign._compat import BaseHook, get_connection, mask_secret
+from airflow_provider_docsign.archive_evidence import Evidence
 from airflow_provider_docsign.exceptions import DocsignError
+from airflow_provider_docsign.retention import Retention
 from airflow_provider_docsign.timestamps import (
     TimestampResult,
     TsaSettings,
@@ -29,7 +32,7 @@ from airflow_provider_docsign.timestamps import (
     tsa_settings_from_connection,
 )
 
-__all__ = ["TSA_CONN_EXTRA", "DocsignTsaHook"]
+__all__ = ["TSA_CONN_EXTRA", "DocsignTsaHook", "archive_evidence"]
 
 #: The docsign connection's extra that names the TSA connection.
 TSA_CONN_EXTRA = "tsa_conn_id"
@@ -93,3 +96,29 @@ class DocsignTsaHook(BaseHook):  # type: ignore[misc]
     def timestamp(self, data: bytes) -> TimestampResult:
         """A verified token over ``data`` (:func:`~airflow_provider_docsign.timestamps.request_timestamp`)."""
         return request_timestamp(self.settings, data=data)
+
+
+def archive_evidence(
+    *,
+    docsign_hook: Any,
+    tsa_conn_id: str | None,
+    timestamp: str,
+    ltv: bool,
+    retention: Retention | None,
+    log: Any,
+) -> Evidence:
+    """The :class:`~airflow_provider_docsign.archive_evidence.Evidence` of an archive task.
+
+    The TSA is ``tsa_conn_id``, else the docsign connection's ``tsa_conn_id`` extra, else none. Every
+    archiving operator builds its evidence here, at run time (never while a DAG is parsed).
+
+    :param docsign_hook: The task's ``DocsignHook`` (its connection may name the TSA).
+    :param tsa_conn_id: The operator's ``tsa_conn_id``.
+    :param timestamp: ``require`` or ``best_effort``.
+    :param ltv: Store long-term validation copies.
+    :param retention: Object Lock retention (S3 only).
+    :param log: The task's logger.
+    """
+    conn_id = tsa_conn_id or docsign_hook.settings.tsa_conn_id
+    tsa = DocsignTsaHook(conn_id).settings if conn_id else None
+    return Evidence(tsa=tsa, timestamp=timestamp, ltv=ltv, retention=retention, log=log)

@@ -103,7 +103,9 @@ def test_the_ltv_copy_validates_as_of_its_timestamp_and_the_plain_copy_reports_t
     assert verify_pdf_signatures(io.BytesIO(signed), trust=trust).passed  # and today it still passes
 
 
-def test_a_changed_ltv_copy_fails(short_lived: SandboxServer, sealed: tuple[bytes, bytes], tmp_path: Path) -> None:
+def test_a_changed_ltv_copy_fails(
+    short_lived: SandboxServer, sealed: tuple[bytes, bytes], tmp_path: Path
+) -> None:
     signed, pem = sealed
     data = _copy(short_lived, signed, pem)
     original = tmp_path / "copy.ltv.pdf"
@@ -130,7 +132,9 @@ def test_a_changed_ltv_copy_fails(short_lived: SandboxServer, sealed: tuple[byte
     assert not verify_ltv(io.BytesIO(signed)).passed  # the plain copy has no document timestamp
 
 
-def test_a_document_timestamp_from_an_unpinned_tsa(short_lived: SandboxServer, sealed: tuple[bytes, bytes]) -> None:
+def test_a_document_timestamp_from_an_unpinned_tsa(
+    short_lived: SandboxServer, sealed: tuple[bytes, bytes]
+) -> None:
     signed, pem = sealed
     short_lived.clear_tsa()
     short_lived.tsa_fault("untrusted", count=2)  # the sizing token and the document timestamp
@@ -148,7 +152,9 @@ def test_a_document_timestamp_from_an_unpinned_tsa(short_lived: SandboxServer, s
     assert verify_ltv(io.BytesIO(out.getvalue())).passed  # without pins, trust is not judged
 
 
-def test_extending_an_unsigned_pdf_is_refused(short_lived: SandboxServer, make_pdf: Callable[..., Path]) -> None:
+def test_extending_an_unsigned_pdf_is_refused(
+    short_lived: SandboxServer, make_pdf: Callable[..., Path]
+) -> None:
     from airflow_provider_docsign.signatures import UnreadablePdfError
 
     writer = _writer(short_lived, short_lived.certificate_pem())

@@ -23,7 +23,9 @@ from airflow_provider_docsign.signatures import TrustPolicy, verify_pdf_signatur
 NOW = datetime.datetime.now(datetime.timezone.utc)
 
 
-def _certificate(cn: str, key: Any, issuer: tuple[x509.Name, Any] | None, lifetime: datetime.timedelta) -> Any:
+def _certificate(
+    cn: str, key: Any, issuer: tuple[x509.Name, Any] | None, lifetime: datetime.timedelta
+) -> Any:
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
     issuer_name, issuer_key = issuer or (name, key)
     builder = (
@@ -97,5 +99,6 @@ def test_without_a_trust_policy_the_validity_period_is_still_checked() -> None:
     later = NOW + datetime.timedelta(minutes=3)
     (check,) = verify_pdf_signatures(io.BytesIO(sealed), at=later).signatures
     assert check.trusted is None
-    assert check.intact and check.valid  # the bytes are what was signed...
+    assert check.intact  # the bytes are what was signed...
+    assert check.valid
     assert not check.passed  # ...but nothing proves the seal was made while its certificate was valid
