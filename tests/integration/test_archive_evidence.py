@@ -88,7 +88,8 @@ def test_every_manifest_gets_a_token_that_openssl_verifies(
         "tsa_url": sandbox.tsa_url,
     }
     report = verify_timestamp(token, body, trust=_tsa_pins(sandbox))
-    assert report.passed and report.trusted is True
+    assert report.passed
+    assert report.trusted is True
     assert [e["outcome"] for e in sandbox.tsa_requests()] == ["granted"]
 
     if OPENSSL is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ CONN_ID = "archive_locked"
 
 
 @pytest.fixture
-def s3(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+def s3(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     import boto3
 
     conn = {
@@ -39,7 +39,7 @@ def s3(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         "extra": {"endpoint_url": moto_endpoint, "region_name": "us-east-1"},
     }
     monkeypatch.setenv(f"AIRFLOW_CONN_{CONN_ID.upper()}", json.dumps(conn))
-    yield boto3.client(
+    return boto3.client(
         "s3",
         endpoint_url=moto_endpoint,
         aws_access_key_id="testing",
