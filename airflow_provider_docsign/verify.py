@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_docsign import verify_evidence as evidence
 from airflow_provider_docsign._sources import open_source
 from airflow_provider_docsign.signatures import (
     SignatureReport,
@@ -140,18 +141,29 @@ def _unreadable(name: str, err: BaseException) -> Outcome:
     return Outcome(name, problems=[reason], unreadable=True)
 
 
-def audit_file(uri: str, trust: TrustPolicy | None, *, conn_id: str | None = None) -> Outcome:
+def audit_file(
+    uri: str,
+    trust: TrustPolicy | None,
+    *,
+    conn_id: str | None = None,
+    options: evidence.EvidenceOptions | None = None,
+) -> Any:
     """Verify one file given on the command line: it must be a signed PDF whose signatures pass.
 
     Never raises for the file itself: a file that is not there, is not a PDF or cannot be parsed
-    gives an ``unreadable`` outcome, so that every other file is still audited.
+    gives an ``unreadable`` outcome, so that every other file is still audited. A long-term
+    validation copy (``NAME.ltv.pdf``) is checked as such (:func:`.verify_evidence.audit_ltv`).
 
     :param uri: A path or URI.
     :param trust: The trust policy (``None``: ``trusted`` is not judged).
     :param conn_id: The Airflow connection for ``s3://`` and other object stores.
+    :param options: Pinned TSA certificates, the validation time (default: now).
     """
+    options = options or evidence.EvidenceOptions()
+    if evidence.is_ltv_copy(uri):
+        return evidence.audit_ltv(to_path(uri, conn_id), uri, trust, options)
     try:
-        report = verify_pdf_signatures(to_path(uri, conn_id), trust=trust, label=uri)
+        report = verify_pdf_signatures(to_path(uri, conn_id), trust=trust, label=uri, at=options.at)
     except (OSError, UnreadablePdfError) as err:
         return _unreadable(uri, err)
     return Outcome(uri, report, report.problems)
@@ -249,7 +261,12 @@ def _listed_by_other_manifests(folder: Any, manifest_path: Any) -> set[str]:
 
 
 def _check_entry(
-    outcome: Outcome, path: Any, entry: dict[str, Any], signature_required: bool, trust: TrustPolicy | None
+    outcome: Outcome,
+    path: Any,
+    entry: dict[str, Any],
+    signature_required: bool,
+    trust: TrustPolicy | None,
+    at: Any = None,
 ) -> None:
     try:
         actual = _sha256(path)
@@ -263,7 +280,7 @@ def _check_entry(
     if actual != entry.get("sha256"):
         outcome.problems.append(f"changed: sha256 is {actual}, the manifest says {entry.get('sha256')}")
     try:
-        outcome.report = verify_pdf_signatures(path, trust=trust, label=outcome.file)
+        outcome.report = verify_pdf_signatures(path, trust=trust, label=outcome.file, at=at)
     except UnreadablePdfError as err:
         # The manifest lists it as an archived PDF: that it no longer parses is a failed check
         # (usually with "changed" above), not unusable input.
@@ -278,8 +295,13 @@ def _check_entry(
 
 
 def audit_manifest(
-    uri: str, trust: TrustPolicy | None, *, conn_id: str | None = None, by_uri: bool = False
-) -> list[Outcome]:
+    uri: str,
+    trust: TrustPolicy | None,
+    *,
+    conn_id: str | None = None,
+    by_uri: bool = False,
+    options: evidence.EvidenceOptions | None = None,
+) -> list[Any]:
     """Re-audit an archive from its ``manifest.json``: existence, SHA-256 and signatures of each file.
 
     By default the files beside the manifest are checked (see the module docstring), and every PDF in
@@ -290,8 +312,11 @@ def audit_manifest(
     :param trust: The trust policy.
     :param conn_id: The Airflow connection for object stores.
     :param by_uri: Check the recorded URIs, not the files beside the manifest.
+    :param options: The evidence checks (:mod:`.verify_evidence`): the long-term validation copies the
+        manifest lists and the timestamp token beside it are audited too.
     :raises UnusableInput: When the manifest cannot be read or is not a manifest.
     """
+    options = options or evidence.EvidenceOptions()
     manifest_path = to_path(uri, conn_id)
     manifest = _read_manifest(manifest_path, uri)
     folder = manifest_path.parent
@@ -313,10 +338,55 @@ def audit_manifest(
             seen.add(relative)
         outcome = Outcome(shown, recorded_uri=recorded, lookup=lookup)
         outcomes.append(outcome)
-        _check_entry(outcome, path, entry, signature_required, trust)
+        _check_entry(outcome, path, entry, signature_required, trust, options.at)
+    outcomes.extend(_evidence(manifest, manifest_path, uri, trust, options, conn_id, by_uri, seen))
     if not by_uri:
         outcomes.extend(_unlisted(folder, manifest_path, seen, uri))
     return outcomes
+
+
+def _evidence(
+    manifest: dict[str, Any],
+    manifest_path: Any,
+    uri: str,
+    trust: TrustPolicy | None,
+    options: evidence.EvidenceOptions,
+    conn_id: str | None,
+    by_uri: bool,
+    seen: set[str],
+) -> list[Any]:
+    """The manifest's long-term validation copies and its timestamp token (:mod:`.verify_evidence`)."""
+    out: list[Any] = []
+    for copy in evidence.ltv_entries(manifest):
+        recorded = str(copy.get("uri") or copy.get("name") or "")
+        try:
+            relative, lookup = relative_path(copy, manifest)
+        except UnusableInput as err:
+            out.append(Outcome(recorded, problems=[str(err)], recorded_uri=recorded))
+            continue
+        if by_uri:
+            path, shown, lookup = to_path(recorded, conn_id), recorded, LOOKUP_URI
+        else:
+            path, shown = (
+                _join(manifest_path.parent, relative),
+                _shown(uri, _join(manifest_path.parent, relative), relative),
+            )
+            seen.add(relative)
+        outcome = evidence.audit_ltv(path, shown, trust, options, entry=copy)
+        outcome.lookup = lookup
+        out.append(outcome)
+    token_path = manifest_path.parent / evidence.token_name(manifest_path.name)
+    token = evidence.audit_token(
+        manifest,
+        uri,
+        lambda: manifest_path.open("rb"),
+        lambda: token_path.open("rb"),
+        _shown(uri, token_path, evidence.token_name(manifest_path.name)),
+        options,
+    )
+    if token is not None:
+        out.append(token)
+    return out
 
 
 def _shown(manifest_uri: str, path: Any, relative: str) -> str:
@@ -358,14 +428,17 @@ def audit(
     *,
     conn_id: str | None = None,
     by_uri: bool = False,
-) -> list[Outcome]:
+    options: evidence.EvidenceOptions | None = None,
+) -> list[Any]:
     """Audit files and manifests, in order; every file gets an outcome.
 
+    :param options: The evidence checks: pinned TSA certificates, ``require_timestamp``, the
+        validation time (:class:`.verify_evidence.EvidenceOptions`).
     :raises UnusableInput: When a manifest cannot be read.
     """
-    outcomes = [audit_file(f, trust, conn_id=conn_id) for f in files]
+    outcomes = [audit_file(f, trust, conn_id=conn_id, options=options) for f in files]
     for manifest in manifests:
-        outcomes.extend(audit_manifest(manifest, trust, conn_id=conn_id, by_uri=by_uri))
+        outcomes.extend(audit_manifest(manifest, trust, conn_id=conn_id, by_uri=by_uri, options=options))
     return outcomes
 
 
