@@ -164,7 +164,9 @@ class Evidence:
         staged: list[LtvStaged] = []
         try:
             for record, temp in items:
-                staged.append(self._stage_one(store, record, temp, manifest_name, overwrite))
+                copy = self._stage_one(store, record, temp, manifest_name, overwrite)
+                if copy is not None:
+                    staged.append(copy)
         except BaseException:
             for entry in staged:
                 if entry.temp is not None:
@@ -174,7 +176,7 @@ class Evidence:
 
     def _stage_one(
         self, store: Any, record: Any, temp: Any, manifest_name: str | None, overwrite: bool
-    ) -> LtvStaged:
+    ) -> LtvStaged | None:
         name = ltv_name(record.name)
         final = store.path(name)
         base = {
@@ -203,6 +205,11 @@ class Evidence:
                 copy = self._writer.write(source, fh)
         except BaseException as err:
             store.remove(out)
+            if isinstance(err, TimestampError) and self.timestamp == "best_effort":
+                self.log.warning(
+                    "No long-term validation copy of %s (timestamp='best_effort'): %s", record.uri, err
+                )
+                return None
             if isinstance(err, TimestampError):
                 raise DocsignArchiveTimestampError(
                     f"the long-term validation copy of {record.uri}: {err}. Nothing was published; a "

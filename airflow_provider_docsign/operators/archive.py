@@ -165,7 +165,7 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
     :param timestamp: ``"require"`` (default): a TSA that fails, times out or answers a token that
         fails a check (nonce, imprint, signature, pinned certificates) fails the task before anything
         is published as complete, and a retry completes it. ``"best_effort"``: archive without the
-        token and log a warning.
+        token (and without the long-term validation copies whose timestamps failed) and log a warning.
     :param ltv: Also store ``NAME.ltv.pdf`` beside each signed PDF: a PAdES-B-LTA copy (validation
         material in a DSS and a document timestamp from the TSA) whose hash the manifest records,
         marked as derived. The signed PDF itself is kept byte for byte. Needs a TSA.

@@ -148,14 +148,17 @@ def test_best_effort_archives_without_a_token_and_warns(
     caplog: pytest.LogCaptureFixture,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    sandbox.tsa_fault("http_status", status=503)
+    sandbox.tsa_fault("http_status", count=10, status=503)
     with caplog.at_level(logging.WARNING):
-        manifest = _archive(envelope, dest, tsa_conn_id=tsa_conn, timestamp="best_effort")
+        manifest = _archive(envelope, dest, tsa_conn_id=tsa_conn, timestamp="best_effort", ltv=True)
     logs = caplog.text + capfd.readouterr().out  # the task logger writes to stdout on Airflow 3
     folder = dest / "EVIDENCE-1"
     assert (folder / "manifest.json").exists()
     assert not (folder / "manifest.json.tsr").exists()
     assert "timestamp" not in manifest
+    assert not list(folder.glob("*.ltv.pdf"))  # nor copies: their document timestamps failed too
+    assert all("ltv" not in entry for entry in manifest["files"])
+    assert "No long-term validation copy of" in logs
     assert "without a timestamp (timestamp='best_effort')" in logs
     assert "answered HTTP 503" in logs
 

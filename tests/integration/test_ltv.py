@@ -37,9 +37,12 @@ def short_lived(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxSer
         yield server
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def sealed(short_lived: SandboxServer, tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, bytes]:
-    """One sealed PDF of the short-lived sandbox and the certificate it was sealed with."""
+    """A PDF sealed just now by the short-lived sandbox, and the certificate it was sealed with.
+
+    One per test: a copy can only be made while the seal's certificate is valid (two minutes).
+    """
     from airflow_provider_docsign.samples import write_sample_pdf
 
     pdf = write_sample_pdf(tmp_path_factory.mktemp("ltv-pdfs") / "contract.pdf", title="Contract")

@@ -20,11 +20,13 @@ from pypdf import PdfWriter
 
 from airflow_provider_docsign.signatures import TrustPolicy, verify_pdf_signatures
 
-NOW = datetime.datetime.now(datetime.timezone.utc)
-
 
 def _certificate(
-    cn: str, key: Any, issuer: tuple[x509.Name, Any] | None, lifetime: datetime.timedelta
+    cn: str,
+    key: Any,
+    issuer: tuple[x509.Name, Any] | None,
+    lifetime: datetime.timedelta,
+    now: datetime.datetime,
 ) -> Any:
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
     issuer_name, issuer_key = issuer or (name, key)
@@ -34,15 +36,15 @@ def _certificate(
         .issuer_name(issuer_name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(NOW - datetime.timedelta(minutes=1))
-        .not_valid_after(NOW + lifetime)
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + lifetime)
         .add_extension(x509.BasicConstraints(ca=issuer is None, path_length=None), critical=True)
     )
     return builder.sign(issuer_key, hashes.SHA256())
 
 
-def _sealed_by_short_lived_leaf() -> tuple[bytes, bytes]:
-    """A blank PDF sealed by a leaf valid for two minutes, under a ten-year root; and the root's PEM."""
+def _sealed_by_short_lived_leaf(now: datetime.datetime) -> tuple[bytes, bytes]:
+    """A blank PDF sealed by a leaf valid for two minutes from ``now``, under a ten-year root; its PEM."""
     from asn1crypto import keys
     from asn1crypto import x509 as ax509
     from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
@@ -50,8 +52,8 @@ def _sealed_by_short_lived_leaf() -> tuple[bytes, bytes]:
     from pyhanko_certvalidator.registry import SimpleCertificateStore
 
     root_key, leaf_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    root = _certificate("Test Root", root_key, None, datetime.timedelta(days=3650))
-    leaf = _certificate("Short Seal", leaf_key, (root.subject, root_key), datetime.timedelta(minutes=2))
+    root = _certificate("Test Root", root_key, None, datetime.timedelta(days=3650), now)
+    leaf = _certificate("Short Seal", leaf_key, (root.subject, root_key), datetime.timedelta(minutes=2), now)
 
     def der(cert: Any) -> Any:
         return ax509.Certificate.load(cert.public_bytes(serialization.Encoding.DER))
@@ -75,28 +77,30 @@ def _sealed_by_short_lived_leaf() -> tuple[bytes, bytes]:
 
 
 def test_pyhanko_validates_the_certificate_path_as_of_the_given_moment() -> None:
-    sealed, root_pem = _sealed_by_short_lived_leaf()
+    now = datetime.datetime.now(datetime.timezone.utc)
+    sealed, root_pem = _sealed_by_short_lived_leaf(now)
     trust = TrustPolicy.build(pem=[root_pem])
 
-    (today,) = verify_pdf_signatures(io.BytesIO(sealed), trust=trust).signatures
+    (today,) = verify_pdf_signatures(io.BytesIO(sealed), trust=trust, at=now).signatures
     assert today.trusted is True
     assert today.passed
 
-    later = NOW + datetime.timedelta(minutes=3)
+    later = now + datetime.timedelta(minutes=3)
     (then,) = verify_pdf_signatures(io.BytesIO(sealed), trust=trust, at=later).signatures
     assert then.trusted is False  # pyHanko's path validation as of the moment: the leaf expired
     assert any("expired" in p for p in then.problems)
 
     (before,) = verify_pdf_signatures(
-        io.BytesIO(sealed), trust=trust, at=NOW - datetime.timedelta(hours=1)
+        io.BytesIO(sealed), trust=trust, at=now - datetime.timedelta(hours=1)
     ).signatures
     assert before.trusted is False
     assert any("valid only from" in p for p in before.problems)
 
 
 def test_without_a_trust_policy_the_validity_period_is_still_checked() -> None:
-    sealed, _ = _sealed_by_short_lived_leaf()
-    later = NOW + datetime.timedelta(minutes=3)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    sealed, _ = _sealed_by_short_lived_leaf(now)
+    later = now + datetime.timedelta(minutes=3)
     (check,) = verify_pdf_signatures(io.BytesIO(sealed), at=later).signatures
     assert check.trusted is None
     assert check.intact  # the bytes are what was signed...
