@@ -52,6 +52,8 @@ LTV_SUFFIX = ".ltv.pdf"
 _CHUNK = 1024 * 1024
 _SPOOL = 8 * 1024 * 1024
 _LOG = logging.getLogger(__name__)
+#: Placeholder for "the chain names revocation locations": replaced by what fetching achieved.
+_EXPECTED_REVOCATION = "expected revocation"
 
 
 def ltv_name(name: str) -> str:
@@ -156,6 +158,8 @@ async def _seal_paths(
             missing.append("revocation information: the chain names no CRL or OCSP location")
         elif not fetch:
             missing.append("revocation information: fetching was off")
+        else:
+            missing.append(_EXPECTED_REVOCATION)  # dropped below when OCSP answers or CRLs arrive
     return paths, loose, missing, context
 
 
@@ -252,6 +256,15 @@ class LtvWriter:
             raise UnreadablePdfError(
                 "the new long-term validation copy does not verify: " + "; ".join(report.problems)
             )
+        fetched = report.material["ocsp_responses"] + report.material["crls"]
+        missing = [
+            m
+            if m != _EXPECTED_REVOCATION
+            else "revocation information: the chain names CRL or OCSP locations, but nothing could be "
+            "fetched from them (offline, or the responders failed)"
+            for m in missing
+            if m != _EXPECTED_REVOCATION or not fetched
+        ]
         return LtvCopy(
             document_timestamp=report.timestamp.gen_time or "",
             tsa=report.timestamp.tsa,

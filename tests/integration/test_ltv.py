@@ -163,3 +163,91 @@ def test_extending_an_unsigned_pdf_is_refused(
     writer = _writer(short_lived, short_lived.certificate_pem())
     with pytest.raises(UnreadablePdfError, match="no signature"), open(make_pdf("plain.pdf"), "rb") as fh:
         writer.write(fh, io.BytesIO())
+
+
+def _ca_sealed(crl_url: str) -> tuple[bytes, bytes]:
+    """A blank PDF sealed by a leaf whose certificate names a CRL location, under a root; the root's PEM."""
+    from asn1crypto import keys
+    from asn1crypto import x509 as ax509
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    from pyhanko.pdf_utils.incremental_writer import IncrementalPdfFileWriter
+    from pyhanko.sign import fields, signers
+    from pyhanko_certvalidator.registry import SimpleCertificateStore
+    from pypdf import PdfWriter
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    root_key, leaf_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    root_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "LTV Test Root")])
+    root = (
+        x509.CertificateBuilder()
+        .subject_name(root_name)
+        .issuer_name(root_name)
+        .public_key(root_key.public_key())
+        .serial_number(1)
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(root_key, hashes.SHA256())
+    )
+    leaf = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "LTV Test Seal")]))
+        .issuer_name(root_name)
+        .public_key(leaf_key.public_key())
+        .serial_number(2)
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=30))
+        .add_extension(
+            x509.CRLDistributionPoints(
+                [x509.DistributionPoint([x509.UniformResourceIdentifier(crl_url)], None, None, None)]
+            ),
+            critical=False,
+        )
+        .sign(root_key, hashes.SHA256())
+    )
+
+    def der(cert: x509.Certificate) -> ax509.Certificate:
+        return ax509.Certificate.load(cert.public_bytes(serialization.Encoding.DER))
+
+    pkcs8 = leaf_key.private_bytes(
+        serialization.Encoding.DER, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    signer = signers.SimpleSigner(
+        signing_cert=der(leaf),
+        signing_key=keys.PrivateKeyInfo.load(pkcs8),
+        cert_registry=SimpleCertificateStore.from_certs([der(root)]),
+    )
+    blank = io.BytesIO()
+    writer = PdfWriter()
+    writer.add_blank_page(width=595, height=842)
+    writer.write(blank)
+    blank.seek(0)
+    meta = signers.PdfSignatureMetadata(field_name="Seal", subfilter=fields.SigSeedSubFilter.PADES)
+    sealed = signers.sign_pdf(IncrementalPdfFileWriter(blank), meta, signer=signer).getvalue()
+    return sealed, root.public_bytes(serialization.Encoding.PEM)
+
+
+def test_a_copy_whose_revocation_material_cannot_be_fetched_says_so(short_lived: SandboxServer) -> None:
+    import socket
+
+    with socket.socket() as closed:  # a loopback port nothing listens on: the CRL cannot be fetched
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    sealed, root_pem = _ca_sealed(f"http://127.0.0.1:{port}/seal.crl")
+    out = io.BytesIO()
+    copy = _writer(short_lived, root_pem).write(io.BytesIO(sealed), out)
+
+    assert copy.ocsp_responses == copy.crls == 0
+    assert copy.missing == (
+        "revocation information: the chain names CRL or OCSP locations, but nothing could be fetched "
+        "from them (offline, or the responders failed)",
+    )
+    assert copy.certificates >= 3  # the seal's chain (leaf and root) and the TSA's certificate
+    tsa_trust = TrustPolicy.build(pem=[short_lived.tsa_certificate_pem()])
+    report = verify_ltv(
+        io.BytesIO(out.getvalue()), trust=TrustPolicy.build(pem=[root_pem]), tsa_trust=tsa_trust
+    )
+    assert report.passed, report.problems
