@@ -210,14 +210,21 @@ class LtvWriter:
         if not reader.embedded_regular_signatures:
             raise UnreadablePdfError("the PDF carries no signature: there is no seal to extend")
         paths, loose, missing, context = await _seal_paths(reader, self.trust, self.fetch_revocation)
-        writer = IncrementalPdfFileWriter(source, strict=False)
-        DocumentSecurityStore.supply_dss_in_writer(
-            writer, None, certs=loose or None, paths=paths or None, validation_context=context
-        )
-        tsa_context = await self._tsa_context()
-        await PdfTimeStamper(self._timestamper, field_name="DocTimeStamp1").async_timestamp_pdf(
-            writer, "sha256", validation_context=tsa_context, output=output
-        )
+        tsa_context = None
+        try:
+            writer = IncrementalPdfFileWriter(source, strict=False)
+            DocumentSecurityStore.supply_dss_in_writer(
+                writer, None, certs=loose or None, paths=paths or None, validation_context=context
+            )
+            tsa_context = await self._tsa_context()
+            await PdfTimeStamper(self._timestamper, field_name="DocTimeStamp1").async_timestamp_pdf(
+                writer, "sha256", validation_context=tsa_context, output=output
+            )
+        finally:  # the fetchers' HTTP sessions belong to this event loop: close them in it
+            for ctx in (context, tsa_context):
+                close = getattr(ctx, "aclose", None)
+                if close is not None:
+                    await close()
         return missing
 
     def write(self, source: IO[bytes], output: IO[bytes]) -> LtvCopy:
