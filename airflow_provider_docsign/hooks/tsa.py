@@ -3,7 +3,7 @@ r"""``DocsignTsaHook``: the RFC 3161 timestamp authority (TSA) connection of the
 A TSA is an Airflow connection of any type (``http`` is natural): the URL in ``host``, basic auth in
 ``login``/``password`` or a bearer token in ``password`` alone (or the ``token`` extra), and the TSA
 certificates to pin in the extras ``trusted_certificates`` (PEM files or URIs, or PEM text) and
-``certificate_fingerprints``. See :func:`airflow_provider_docsign.timestamps.tsa_settings_from_connection`.
+``certificate_fingerprints``. See :func:`airflow_provider_docsign.tsa_client.tsa_settings_from_connection`.
 
 Examples::
 
@@ -25,7 +25,7 @@ from airflow_provider_docsign._compat import BaseHook, get_connection, mask_secr
 from airflow_provider_docsign.archive_evidence import Evidence
 from airflow_provider_docsign.exceptions import DocsignError
 from airflow_provider_docsign.retention import Retention
-from airflow_provider_docsign.timestamps import (
+from airflow_provider_docsign.tsa_client import (
     TimestampResult,
     TsaSettings,
     request_timestamp,
@@ -51,7 +51,7 @@ def _read_pem(location: str) -> bytes:
 
 
 class DocsignTsaHook(BaseHook):  # type: ignore[misc]
-    """Reads a TSA connection into :class:`~airflow_provider_docsign.timestamps.TsaSettings`.
+    """Reads a TSA connection into :class:`~airflow_provider_docsign.tsa_client.TsaSettings`.
 
     :param tsa_conn_id: The Airflow connection of the TSA.
     """
@@ -94,7 +94,7 @@ class DocsignTsaHook(BaseHook):  # type: ignore[misc]
         return self.settings
 
     def timestamp(self, data: bytes) -> TimestampResult:
-        """A verified token over ``data`` (:func:`~airflow_provider_docsign.timestamps.request_timestamp`)."""
+        """A verified token over ``data`` (:func:`~airflow_provider_docsign.tsa_client.request_timestamp`)."""
         return request_timestamp(self.settings, data=data)
 
 

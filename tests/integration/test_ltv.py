@@ -21,7 +21,8 @@ from airflow_provider_docsign.ltv import LtvWriter, verify_ltv
 from airflow_provider_docsign.sandbox import SandboxServer
 from airflow_provider_docsign.sandbox.sealing import byte_range, write_modified
 from airflow_provider_docsign.signatures import TrustPolicy, verify_pdf_signatures
-from airflow_provider_docsign.timestamps import TimestampError, TsaSettings
+from airflow_provider_docsign.timestamps import TimestampError
+from airflow_provider_docsign.tsa_client import TsaSettings
 
 pytestmark = pytest.mark.integration
 

@@ -17,13 +17,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from airflow_provider_docsign.sandbox import SandboxServer
 from airflow_provider_docsign.signatures import TrustPolicy
-from airflow_provider_docsign.timestamps import (
-    MAX_RESPONSE_BYTES,
-    TimestampError,
-    TsaSettings,
-    request_timestamp,
-    verify_timestamp,
-)
+from airflow_provider_docsign.timestamps import TimestampError, verify_timestamp
+from airflow_provider_docsign.tsa_client import MAX_RESPONSE_BYTES, TsaSettings, request_timestamp
 
 pytestmark = pytest.mark.integration
 

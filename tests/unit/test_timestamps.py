@@ -20,11 +20,10 @@ from airflow_provider_docsign.signatures import TrustPolicy
 from airflow_provider_docsign.timestamps import (
     TimestampError,
     TimeStampResponse,
-    TsaSettings,
     build_request,
-    tsa_settings_from_connection,
     verify_timestamp,
 )
+from airflow_provider_docsign.tsa_client import TsaSettings, tsa_settings_from_connection
 
 DATA = b'{"envelope_id": "envelope_1", "files": []}\n'
 NOW = datetime.datetime.now(datetime.timezone.utc)
