@@ -38,7 +38,7 @@ from airflow_provider_docsign.exceptions import (
     DocsignArchiveTimestampError,
 )
 from airflow_provider_docsign.ltv import LtvWriter, ltv_name, verify_ltv
-from airflow_provider_docsign.retention import ObjectLock, Retention, RetentionError
+from airflow_provider_docsign.object_lock import ObjectLock, Retention, RetentionError
 from airflow_provider_docsign.signatures import TrustPolicy, UnreadablePdfError
 from airflow_provider_docsign.timestamps import TOKEN_SUFFIX, TimestampError, verify_timestamp
 from airflow_provider_docsign.tsa_client import TsaSettings, request_timestamp

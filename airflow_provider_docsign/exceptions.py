@@ -29,6 +29,7 @@ __all__ = [
     "DocsignNotFoundError",
     "DocsignRateLimitError",
     "DocsignRecipientExpiredError",
+    "DocsignRefusedLocallyError",
     "DocsignServerError",
     "DocsignSignatureError",
     "DocsignValidationError",
@@ -123,6 +124,18 @@ class DocsignRateLimitError(DocsignAPIError):
 
 class DocsignInvalidRequestError(DocsignAPIError):
     """The service refused the request as invalid (a 4xx other than 401, 403, 404 and 429)."""
+
+
+class DocsignRefusedLocallyError(DocsignInvalidRequestError):
+    """A change the service would refuse was refused before anything was sent.
+
+    ``status_code``, ``error_code`` and ``message`` are what the service answers such a request with
+    (for example 400 ``INVALID_REQUEST`` "Envelope already complete"), so code that handles the
+    service's refusal handles this one too; ``method`` and ``path`` name the request that was not sent.
+    """
+
+    def __str__(self) -> str:
+        return super().__str__() + " (refused locally, as the service would refuse it: nothing was sent)"
 
 
 class DocsignServerError(DocsignAPIError):

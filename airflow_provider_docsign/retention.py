@@ -1,168 +1,121 @@
-"""Retention of archived objects: S3 Object Lock, set on every object an archive writes.
+"""Retention: which envelopes a clean-up deletes, and whether a completed one is safely archived.
 
-``retention={"mode": "COMPLIANCE" | "GOVERNANCE", "days": N}`` asks that no archived object (PDFs,
-copies, manifest, timestamp token) can be deleted or overwritten for ``N`` days from the archive
-run. S3 enforces it, per object version:
+Pure code (no HTTP, no Airflow for local destinations), used by
+:class:`~airflow_provider_docsign.operators.retention.DocsignDeleteEnvelopesOperator`:
 
-* **COMPLIANCE**: nobody, the account's root user included, can delete the version or shorten its
-  retention before the date;
-* **GOVERNANCE**: users with ``s3:BypassGovernanceRetention`` can.
-
-Object Lock can only be used on a bucket created with it (which also turns versioning on), so the
-bucket is checked before anything is downloaded (:meth:`ObjectLock.check`); a destination that is not
-on S3 has no such feature and is refused the same way. Retention is only ever extended, never
-shortened: an object that already carries a longer one (from an earlier run) keeps it.
-
-Works through the destination's own ``s3fs`` file system (the same credentials and endpoint as the
-archive's writes); no Airflow here.
+* :func:`older_than` takes the envelopes ``GET /envelope`` lists oldest first
+  (``orderByColumn=createdAt&orderByDirection=asc``) and yields those created before a cutoff, stopping
+  at the first newer one, so that no page after it is read: the service has no date filter;
+* :func:`archive_problems` says why a COMPLETED envelope may **not** be deleted yet: its archive
+  manifest (as :class:`~airflow_provider_docsign.operators.archive.DocsignArchiveSignedDocumentsOperator`
+  writes it) is missing at the destination, is another envelope's, or fails the auditor's check of
+  :func:`airflow_provider_docsign.verify.audit_manifest` (a listed file missing or changed).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+import json
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
-__all__ = ["MODES", "ObjectLock", "Retention", "RetentionError", "parse_retention"]
+from airflow_provider_docsign.archive_store import Store
+from airflow_provider_docsign.models import EnvelopeSummary, parse_ts
+from airflow_provider_docsign.verify import UnusableInput, audit_manifest
 
-MODES = ("COMPLIANCE", "GOVERNANCE")
-MAX_DAYS = 100 * 366
-_S3_PROTOCOLS = frozenset({"s3", "s3a"})
+__all__ = ["MAX_MANIFEST_BYTES", "archive_problems", "cutoff", "older_than"]
 
-
-class RetentionError(Exception):
-    """Retention cannot be set at this destination (no Object Lock, not S3, or no permission)."""
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class Retention:
-    """A requested retention.
+def cutoff(now: datetime, older_than_days: float | None) -> datetime | None:
+    """The creation time before which an envelope is old enough (``None``: no age limit).
 
-    :param mode: ``COMPLIANCE`` or ``GOVERNANCE``.
-    :param days: Days from the archive run.
+    :param now: The current time (aware).
+    :param older_than_days: Days; fractions allowed; must not be negative.
     """
-
-    mode: str
-    days: int
-
-    def until(self, start: datetime) -> datetime:
-        """The retain-until date for a run at ``start`` (whole seconds, UTC)."""
-        return (start.astimezone(timezone.utc) + timedelta(days=self.days)).replace(microsecond=0)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-safe form."""
-        return {"mode": self.mode, "days": self.days}
-
-
-def parse_retention(value: Any) -> Retention | None:
-    """Check an operator's ``retention`` argument: ``None``, or ``{"mode": ..., "days": N}``.
-
-    :raises ValueError: Naming what is wrong.
-    """
-    if value is None:
+    if older_than_days is None:
         return None
-    if not isinstance(value, Mapping):
-        raise ValueError('retention must be a dict such as {"mode": "COMPLIANCE", "days": 3650}, or None')
-    unknown = set(value) - {"mode", "days"}
-    if unknown:
-        raise ValueError(f"retention has unknown key(s) {sorted(unknown)}; it takes 'mode' and 'days'")
-    mode = str(value.get("mode", "")).upper()
-    if mode not in MODES:
-        raise ValueError(f"retention mode must be one of {', '.join(MODES)}, not {value.get('mode')!r}")
-    days = value.get("days")
-    if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= MAX_DAYS:
-        raise ValueError(f"retention days must be a whole number from 1 to {MAX_DAYS}, not {days!r}")
-    return Retention(mode=mode, days=days)
+    days = float(older_than_days)
+    if days < 0 or days != days:  # negative or NaN
+        raise ValueError(f"older_than_days must be a number >= 0, not {older_than_days!r}")
+    return now - timedelta(days=days)
 
 
-def _protocol(root: Any) -> str:
-    protocol = getattr(root, "protocol", None) or "file"
-    if isinstance(protocol, tuple | list):
-        protocol = protocol[0] if protocol else "file"
-    return str(protocol)
+def older_than(envelopes: Iterable[EnvelopeSummary], before: datetime | None) -> Iterator[EnvelopeSummary]:
+    """The envelopes created before ``before``, from a listing sorted oldest first.
 
+    Stops at the first envelope created at or after ``before`` (so the listing's later pages are never
+    requested). An envelope without a readable ``createdAt`` is skipped, never deleted by age.
 
-class ObjectLock:
-    """S3 Object Lock of the bucket behind an archive destination.
-
-    :param root: The destination (an ``ObjectStoragePath`` on ``s3://``; anything else is refused).
-    :param uri: The destination as shown in messages (no connection id).
-    :raises RetentionError: When the destination is not on S3.
+    :param envelopes: Envelopes in ascending ``createdAt`` order.
+    :param before: The cutoff (``None``: every envelope).
     """
-
-    def __init__(self, root: Any, uri: str) -> None:
-        protocol = _protocol(root)
-        if protocol not in _S3_PROTOCOLS or not hasattr(root, "fs"):
-            raise RetentionError(
-                f"retention was asked for, but the destination {uri} is not on S3 and has no object "
-                "lock to set: nothing was archived. Use an s3:// bucket with Object Lock enabled, or "
-                "set the store's own retention (a GCS bucket retention policy, an Azure immutability "
-                "policy) and drop retention=..."
-            )
-        self.fs = root.fs
-        self.uri = uri
-        self.bucket = str(root.path).split("/", 1)[0]
-
-    def _call(self, method: str, **kwargs: Any) -> Any:
-        return self.fs.call_s3(method, **kwargs)
-
-    def check(self) -> None:
-        """Refuse a bucket without Object Lock enabled (before anything is downloaded).
-
-        :raises RetentionError: Naming the bucket and why.
-        """
+    for envelope in envelopes:
+        if before is None:
+            yield envelope
+            continue
         try:
-            answer = self._call("get_object_lock_configuration", Bucket=self.bucket)
-        except Exception as err:  # S3 answers an error when the bucket has no lock configuration
-            raise RetentionError(
-                f"retention was asked for, but the bucket {self.bucket!r} of {self.uri} has no Object "
-                f"Lock enabled (or its configuration cannot be read: {type(err).__name__}: {err}): "
-                "nothing was archived. Object Lock can only be turned on for a bucket created with it"
-            ) from None
-        enabled = (answer.get("ObjectLockConfiguration") or {}).get("ObjectLockEnabled")
-        if enabled != "Enabled":
-            raise RetentionError(
-                f"retention was asked for, but the bucket {self.bucket!r} of {self.uri} has no Object "
-                "Lock enabled: nothing was archived"
-            )
+            created = parse_ts(envelope.created_at)
+        except ValueError:
+            created = None
+        if created is None:
+            continue
+        if created >= before:
+            return
+        yield envelope
 
-    def _key(self, target: Any) -> str:
-        path = str(target.path)
-        bucket, _, key = path.partition("/")
-        if bucket != self.bucket or not key:
-            raise RetentionError(f"{path!r} is not an object of the bucket {self.bucket!r}")
-        return key
 
-    def current(self, target: Any) -> tuple[str | None, datetime | None]:
-        """The object's retention now: ``(mode, retain_until)``, ``(None, None)`` when it has none.
+def _read_manifest(store: Store, name: str) -> dict[str, Any]:
+    path = store.path(name)
+    with path.open("rb") as fh:
+        raw = fh.read(MAX_MANIFEST_BYTES + 1)
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise ValueError(f"larger than {MAX_MANIFEST_BYTES} bytes")
+    data = json.loads(raw)
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    return data
 
-        Read with HEAD, which carries it (``x-amz-object-lock-*``) wherever retention can be read.
-        """
-        head = self._call("head_object", Bucket=self.bucket, Key=self._key(target))
-        return head.get("ObjectLockMode"), head.get("ObjectLockRetainUntilDate")
 
-    def apply(self, target: Any, retention: Retention, until: datetime) -> dict[str, Any]:
-        """Give the object's current version at least ``retention`` until ``until``; never shortens.
+def archive_problems(
+    envelope_id: str, store: Store, manifest_name: str | None, *, conn_id: str | None = None
+) -> list[str]:
+    """Why the archive of ``envelope_id`` at ``store`` is not a complete, intact archive (empty: it is).
 
-        :return: ``{"mode", "retain_until"}`` as the object now carries them.
-        :raises RetentionError: When S3 refuses (no permission, say).
-        """
-        key = self._key(target)
-        mode, current_until = self.current(target)
-        wanted_mode = "COMPLIANCE" if "COMPLIANCE" in {mode, retention.mode} else retention.mode
-        wanted_until = max(until, current_until) if current_until is not None else until
-        if mode != wanted_mode or current_until is None or current_until < wanted_until:
-            try:
-                self._call(
-                    "put_object_retention",
-                    Bucket=self.bucket,
-                    Key=key,
-                    Retention={"Mode": wanted_mode, "RetainUntilDate": wanted_until},
-                )
-            except Exception as err:
-                raise RetentionError(
-                    f"setting {wanted_mode} retention until {wanted_until.isoformat()} on "
-                    f"s3://{self.bucket}/{key} failed: {type(err).__name__}: {err}"
-                ) from err
-        return {"mode": wanted_mode, "retain_until": wanted_until.isoformat().replace("+00:00", "Z")}
+    :param envelope_id: The envelope.
+    :param store: The archive destination.
+    :param manifest_name: The manifest's name relative to the destination (as the archive operator
+        names it for this envelope), or ``None`` when the archive writes no manifest.
+    :param conn_id: The connection for an object-store destination.
+    """
+    if manifest_name is None:
+        return ["the archive settings write no manifest (manifest_name=None), so nothing proves it"]
+    uri = store.uri_of(manifest_name)
+    try:
+        if not store.exists(store.path(manifest_name)):
+            return [f"no archive manifest at {uri}"]
+        manifest = _read_manifest(store, manifest_name)
+    except (OSError, ValueError) as err:
+        return [f"the archive manifest {uri} cannot be read: {type(err).__name__}: {err}"]
+    problems: list[str] = []
+    if manifest.get("envelope_id") != envelope_id:
+        problems.append(f"the manifest {uri} is of envelope {manifest.get('envelope_id')!r}")
+        return problems
+    if manifest.get("version") != "signed" or manifest.get("status") != "COMPLETED":
+        problems.append(
+            f"the manifest {uri} records version {manifest.get('version')!r} of a "
+            f"{manifest.get('status')!r} envelope, not the signed PDFs of the completed one"
+        )
+    if not manifest.get("files"):
+        problems.append(f"the manifest {uri} lists no files")
+    try:
+        outcomes = audit_manifest(
+            uri if not store.local else str(store.path(manifest_name)), None, conn_id=conn_id
+        )
+    except UnusableInput as err:
+        return [*problems, str(err)]
+    for outcome in outcomes:
+        if outcome.problems:
+            problems.append(f"{outcome.file}: {'; '.join(outcome.problems)}")
+    return problems

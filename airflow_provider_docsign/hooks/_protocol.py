@@ -1,7 +1,7 @@
 """What the hook's endpoint mixins need from :class:`~.docsign.DocsignHook`.
 
 ``DocsignHook`` is assembled from one mixin per resource (``_envelopes``, ``_items``, ``_recipients``,
-``_fields``, ``_folders``, ``_templates``, ``_async``). Each mixin types ``self`` against
+``_fields``, ``_folders``, ``_templates``, ``_attachments``, ``_async``). Each mixin types ``self`` against
 :class:`HookCore`, this small protocol: the settings, the one request loop, and the few endpoints one
 resource calls on another. The mixins therefore import this module and the pure layers only, never the
 hook itself, and the package has no import circle (``tests/unit/test_import_graph.py``).
@@ -103,6 +103,10 @@ class HookCore(Protocol):
         status: str | EnvelopeStatus | None = None,
         folder_id: str | None = None,
         envelope_type: str | None = None,
+        has_expired_recipients: bool | None = None,
+        template_id: int | str | None = None,
+        source: str | None = None,
+        order_by: tuple[str, str] | None = None,
     ) -> Iterator[EnvelopeSummary]: ...
 
     def update_envelope(
@@ -117,6 +121,17 @@ class HookCore(Protocol):
     def distribute_envelope(
         self, envelope_id: str, *, meta: Mapping[str, Any] | None = None
     ) -> dict[str, Any]: ...
+
+    def duplicate_envelope(
+        self,
+        envelope_id: str,
+        *,
+        title: str | None = None,
+        external_id: str | None = None,
+        folder_id: str | None = None,
+        include_recipients: bool = True,
+        include_fields: bool = True,
+    ) -> str: ...
 
     def download_envelope_item(
         self, envelope_item_id: str, destination: Any, *, version: str = "signed", overwrite: bool = True

@@ -2,7 +2,7 @@
 
 This module holds the connection, the pooled session and the one request loop; the endpoints are
 mixins, one module per resource (``_envelopes``, ``_items``, ``_recipients``, ``_fields``,
-``_folders``, ``_templates``, ``_async``), typed against :class:`~._protocol.HookCore`.
+``_folders``, ``_templates``, ``_attachments``, ``_async``), typed against :class:`~._protocol.HookCore`.
 
 Sync methods use one pooled :class:`requests.Session`; the ``async_*`` methods (for the trigger) use
 one :class:`httpx.AsyncClient` per event loop. Both build their requests from the same endpoint
@@ -67,6 +67,7 @@ from airflow_provider_docsign.exceptions import (
 )
 from airflow_provider_docsign.hooks import _endpoints as ep
 from airflow_provider_docsign.hooks._async import AsyncMethods
+from airflow_provider_docsign.hooks._attachments import AttachmentMethods
 from airflow_provider_docsign.hooks._endpoints import Call
 from airflow_provider_docsign.hooks._envelopes import EnvelopeMethods
 from airflow_provider_docsign.hooks._fields import FieldMethods
@@ -138,6 +139,7 @@ class DocsignHook(
     FieldMethods,
     FolderMethods,
     TemplateMethods,
+    AttachmentMethods,
     AsyncMethods,
     BaseHook,
 ):

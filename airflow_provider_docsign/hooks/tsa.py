@@ -24,7 +24,7 @@ from typing import Any
 from airflow_provider_docsign._compat import BaseHook, get_connection, mask_secret
 from airflow_provider_docsign.archive_evidence import Evidence
 from airflow_provider_docsign.exceptions import DocsignError
-from airflow_provider_docsign.retention import Retention
+from airflow_provider_docsign.object_lock import Retention
 from airflow_provider_docsign.tsa_client import (
     TimestampResult,
     TsaSettings,

@@ -37,8 +37,8 @@ from airflow_provider_docsign.exceptions import (
     DocsignEnvelopeFailedError,
     DocsignEnvelopeNotReadyError,
 )
+from airflow_provider_docsign.object_lock import parse_retention
 from airflow_provider_docsign.operators._base import DocsignBaseOperator
-from airflow_provider_docsign.retention import parse_retention
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context

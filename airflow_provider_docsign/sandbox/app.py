@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse, Response
 
 from . import (
     lifecycle,
+    routes_attachments,
     routes_control,
     routes_envelopes,
     routes_folders,
@@ -88,7 +89,16 @@ def create_app(
     state.webhooks.set_bypass_hosts(webhook_ssrf_bypass_hosts)
     for url, secret, events in webhooks or ():
         state.webhooks.subscribe(url, secret, events)
-    for module in (routes_envelopes, routes_items, routes_people, routes_folders, routes_templates):
+    # Attachments first, as on the real router: GET /envelope/attachment before GET /envelope/{id}.
+    modules = (
+        routes_attachments,
+        routes_envelopes,
+        routes_items,
+        routes_people,
+        routes_folders,
+        routes_templates,
+    )
+    for module in modules:
         app.include_router(module.router, prefix="/api/v2")
     app.include_router(routes_control.router)
     app.include_router(routes_seed.router)
