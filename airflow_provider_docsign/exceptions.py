@@ -15,8 +15,10 @@ __all__ = [
     "DocsignArchiveConflictError",
     "DocsignArchiveError",
     "DocsignArchiveEscapeError",
+    "DocsignArchiveEvidenceError",
     "DocsignArchiveRefusedError",
     "DocsignArchiveSignatureError",
+    "DocsignArchiveTimestampError",
     "DocsignAuthError",
     "DocsignConnectionError",
     "DocsignDownloadError",
@@ -289,8 +291,24 @@ class DocsignEnvelopeNotReadyError(DocsignArchiveError):
     """
 
 
+class DocsignArchiveTimestampError(DocsignArchiveError):
+    """The TSA failed, timed out, or answered a token that fails a check (``timestamp="require"``).
+
+    Raised before anything moves into place: nothing is published as complete, and a retry (with the
+    TSA back) completes the archive.
+    """
+
+
 class DocsignArchiveRefusedError(DocsignError):
     """Archiving cannot succeed by trying again: the base of the archive failures that skip retries."""
+
+
+class DocsignArchiveEvidenceError(DocsignArchiveRefusedError):
+    """The evidence asked for cannot be made at this destination; refused before any download.
+
+    Retention on a store or an S3 bucket without Object Lock, a long-term validation copy without a
+    TSA, or a timestamp without a manifest to put it on. A retry would meet the same configuration.
+    """
 
 
 class DocsignArchiveConflictError(DocsignArchiveRefusedError):

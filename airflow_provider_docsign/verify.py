@@ -21,9 +21,14 @@ folder (and in the folders of its files) must be listed by a manifest *being aud
 other ``.json`` there is reported, since a second manifest beside the first could otherwise vouch for
 an injected PDF. Envelopes that share a folder are audited together, by giving every manifest.
 
+The lasting evidence (:mod:`.verify_evidence`) is audited with the manifest: the timestamp token
+beside it (``manifest.json.tsr``) and the long-term validation copies (``NAME.ltv.pdf``) its entries
+list, read under the same rules as the files.
+
 Where checks plug in: per file, :func:`_check_contents` (SHA-256, then signatures) runs on the one
 open stream of each entry; checks of a manifest as a whole go in :func:`_audit_one`, beside the
-per-entry loop, and checks of the audited folders in :func:`_folder_checks`.
+per-entry loop (the evidence is :func:`_evidence`), and checks of the audited folders in
+:func:`_folder_checks`.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from airflow_provider_docsign import verify_evidence as evidence
 from airflow_provider_docsign._audit_folders import findings
 from airflow_provider_docsign._sources import (
     NotARegularFileError,
@@ -166,19 +172,31 @@ def _unreadable(name: str, err: BaseException) -> Outcome:
     return Outcome(name, problems=[reason], unreadable=True)
 
 
-def audit_file(uri: str, trust: TrustPolicy | None, *, conn_id: str | None = None) -> Outcome:
+def audit_file(
+    uri: str,
+    trust: TrustPolicy | None,
+    *,
+    conn_id: str | None = None,
+    options: evidence.EvidenceOptions | None = None,
+) -> Any:
     """Verify one file given on the command line: it must be a signed PDF whose signatures pass.
 
     Never raises for the file itself: a file that is not there, is not a regular file, is not a PDF
     or cannot be parsed gives an ``unreadable`` outcome, so that every other file is still audited.
+    A long-term validation copy (``NAME.ltv.pdf``) is checked as such
+    (:func:`.verify_evidence.audit_ltv`).
 
     :param uri: A path or URI.
     :param trust: The trust policy (``None``: ``trusted`` is not judged).
     :param conn_id: The Airflow connection for ``s3://`` and other object stores.
+    :param options: Pinned TSA certificates, the validation time (default: now).
     """
+    options = options or evidence.EvidenceOptions()
     try:
         with _open(to_path(uri, conn_id)) as stream:
-            report = verify_pdf_signatures(stream, trust=trust, label=uri)
+            if evidence.is_ltv_copy(uri):
+                return evidence.audit_ltv(stream, uri, trust, options)
+            report = verify_pdf_signatures(stream, trust=trust, label=uri, at=options.at)
     except (OSError, UnreadablePdfError) as err:
         return _unreadable(uri, err)
     return Outcome(uri, report, report.problems)
@@ -285,33 +303,48 @@ def _join(folder: Any, relative: str) -> Any:
     return folder.joinpath(*relative.split("/"))
 
 
-def _check_entry(
-    outcome: Outcome, path: Any, entry: _Entry, trust: TrustPolicy | None, *, inside: Any = None
-) -> None:
-    """Open the entry's file (refusing anything but a regular file inside ``inside``) and check it."""
+def _open_listed(outcome: Any, path: Any, inside: Any, missing: str = _MISSING) -> IO[bytes] | None:
+    """Open a file a manifest lists, refusing anything but a regular file inside ``inside``.
+
+    On a refusal or an error the reason goes into ``outcome`` and ``None`` is returned.
+    """
     try:
-        stream = _open(path, inside)
+        return _open(path, inside)
     except FileNotFoundError:
-        outcome.problems.append(_MISSING)
-        return
+        outcome.problems.append(missing)
     except NotARegularFileError as err:
         outcome.problems.append(f"refused: it is {err.kind}, not a regular file; it was not read")
-        return
     except OutsideFolderError as err:
         outcome.problems.append(
             f"refused: a symbolic link leading outside the manifest's folder (to {err.target}); "
             "it was not read"
         )
-        return
     except OSError as err:
         outcome.problems.append(f"cannot be read: {type(err).__name__}: {err}")
         outcome.unreadable = True
+    return None
+
+
+def _check_entry(
+    outcome: Outcome,
+    path: Any,
+    entry: _Entry,
+    trust: TrustPolicy | None,
+    *,
+    inside: Any = None,
+    at: Any = None,
+) -> None:
+    """Open the entry's file (refusing anything but a regular file inside ``inside``) and check it."""
+    stream = _open_listed(outcome, path, inside)
+    if stream is None:
         return
     with stream:
-        _check_contents(outcome, stream, entry, trust)
+        _check_contents(outcome, stream, entry, trust, at)
 
 
-def _check_contents(outcome: Outcome, stream: IO[bytes], entry: _Entry, trust: TrustPolicy | None) -> None:
+def _check_contents(
+    outcome: Outcome, stream: IO[bytes], entry: _Entry, trust: TrustPolicy | None, at: Any = None
+) -> None:
     """The checks of one listed file, on its open stream: its SHA-256, then its signatures.
 
     Both read the same descriptor, so the bytes hashed are the bytes verified.
@@ -333,7 +366,7 @@ def _check_contents(outcome: Outcome, stream: IO[bytes], entry: _Entry, trust: T
     if digest.hexdigest() != recorded:
         outcome.problems.append(f"changed: sha256 is {digest.hexdigest()}, the manifest says {recorded}")
     try:
-        outcome.report = verify_pdf_signatures(stream, trust=trust, label=outcome.file)
+        outcome.report = verify_pdf_signatures(stream, trust=trust, label=outcome.file, at=at)
     except UnreadablePdfError as err:
         # The manifest lists it as an archived PDF: that it no longer parses is a failed check
         # (usually with "changed" above), not unusable input.
@@ -353,12 +386,19 @@ class _Audited:
 
     uri: str
     path: Any
-    outcomes: list[Outcome]
+    outcomes: list[Any]
     listed: set[str]
 
 
-def _audit_one(uri: str, trust: TrustPolicy | None, *, conn_id: str | None, by_uri: bool) -> _Audited:
-    """Audit every entry of one manifest, each on its own."""
+def _audit_one(
+    uri: str,
+    trust: TrustPolicy | None,
+    *,
+    conn_id: str | None,
+    by_uri: bool,
+    options: evidence.EvidenceOptions,
+) -> _Audited:
+    """Audit every entry of one manifest, each on its own, then its lasting evidence."""
     manifest_path = to_path(uri, conn_id)
     manifest = _read_manifest(manifest_path, uri)
     folder = manifest_path.parent
@@ -389,8 +429,69 @@ def _audit_one(uri: str, trust: TrustPolicy | None, *, conn_id: str | None, by_u
             continue
         outcome = Outcome(shown, recorded_uri=recorded, lookup=lookup)
         audited.outcomes.append(outcome)
-        _check_entry(outcome, path, entry, trust, inside=folder if local and not by_uri else None)
+        inside = folder if local and not by_uri else None
+        _check_entry(outcome, path, entry, trust, inside=inside, at=options.at)
+    inside = folder if local and not by_uri else None
+    audited.outcomes.extend(_evidence(manifest, audited, trust, options, conn_id, by_uri, inside))
     return audited
+
+
+def _evidence(
+    manifest: dict[str, Any],
+    audited: _Audited,
+    trust: TrustPolicy | None,
+    options: evidence.EvidenceOptions,
+    conn_id: str | None,
+    by_uri: bool,
+    inside: Any,
+) -> list[Any]:
+    """The manifest's long-term validation copies and its timestamp token (:mod:`.verify_evidence`).
+
+    Both are read under the rules of every listed file: regular files only, inside the folder.
+    """
+    uri, manifest_path = audited.uri, audited.path
+    folder = manifest_path.parent
+    out: list[Any] = []
+    for copy in evidence.ltv_entries(manifest):
+        recorded = str(copy.get("uri") or copy.get("name") or "")
+        try:
+            relative, lookup = relative_path(copy, manifest)
+        except UnusableInput as err:
+            out.append(Outcome(recorded, problems=[f"malformed entry: {err}"], recorded_uri=recorded))
+            continue
+        if by_uri:
+            path, shown, lookup = to_path(recorded, conn_id), recorded, LOOKUP_URI
+        else:
+            path = _join(folder, relative)
+            shown = _shown(uri, path, relative)
+            audited.listed.add(relative)
+        refused = Outcome(shown, recorded_uri=recorded, lookup=lookup)
+        stream = _open_listed(
+            refused,
+            path,
+            inside,
+            "missing: the long-term validation copy listed in the manifest does not exist",
+        )
+        if stream is None:
+            out.append(refused)
+            continue
+        with stream:
+            outcome = evidence.audit_ltv(stream, shown, trust, options, entry=copy)
+        outcome.lookup = lookup
+        out.append(outcome)
+    name = evidence.token_name(manifest_path.name)
+    token_path = folder / name
+    token = evidence.audit_token(
+        manifest,
+        uri,
+        lambda: _open(manifest_path, inside),
+        lambda: _open(token_path, inside),
+        _shown(uri, token_path, name),
+        options,
+    )
+    if token is not None:
+        out.append(token)
+    return out
 
 
 def _shown(manifest_uri: str, path: Any, relative: str) -> str:
@@ -418,8 +519,13 @@ def _folder_checks(audited: Sequence[_Audited]) -> list[Outcome]:
 
 
 def audit_manifests(
-    uris: Iterable[str], trust: TrustPolicy | None, *, conn_id: str | None = None, by_uri: bool = False
-) -> list[Outcome]:
+    uris: Iterable[str],
+    trust: TrustPolicy | None,
+    *,
+    conn_id: str | None = None,
+    by_uri: bool = False,
+    options: evidence.EvidenceOptions | None = None,
+) -> list[Any]:
     """Re-audit archives from their manifests: existence, SHA-256 and signatures of each file.
 
     By default the files beside each manifest are checked (see the module docstring); then every
@@ -431,9 +537,12 @@ def audit_manifests(
     :param trust: The trust policy.
     :param conn_id: The Airflow connection for object stores.
     :param by_uri: Check the recorded URIs, not the files beside the manifest.
+    :param options: The evidence checks (:mod:`.verify_evidence`): the long-term validation copies the
+        manifests list and the timestamp token beside each are audited too.
     :raises UnusableInput: When a manifest cannot be read or is not a manifest.
     """
-    audited = [_audit_one(uri, trust, conn_id=conn_id, by_uri=by_uri) for uri in uris]
+    options = options or evidence.EvidenceOptions()
+    audited = [_audit_one(uri, trust, conn_id=conn_id, by_uri=by_uri, options=options) for uri in uris]
     outcomes = [outcome for one in audited for outcome in one.outcomes]
     if not by_uri:
         outcomes.extend(_folder_checks(audited))
@@ -441,10 +550,15 @@ def audit_manifests(
 
 
 def audit_manifest(
-    uri: str, trust: TrustPolicy | None, *, conn_id: str | None = None, by_uri: bool = False
-) -> list[Outcome]:
+    uri: str,
+    trust: TrustPolicy | None,
+    *,
+    conn_id: str | None = None,
+    by_uri: bool = False,
+    options: evidence.EvidenceOptions | None = None,
+) -> list[Any]:
     """Re-audit one archive from its manifest (see :func:`audit_manifests`)."""
-    return audit_manifests([uri], trust, conn_id=conn_id, by_uri=by_uri)
+    return audit_manifests([uri], trust, conn_id=conn_id, by_uri=by_uri, options=options)
 
 
 def audit(
@@ -454,13 +568,16 @@ def audit(
     *,
     conn_id: str | None = None,
     by_uri: bool = False,
-) -> list[Outcome]:
+    options: evidence.EvidenceOptions | None = None,
+) -> list[Any]:
     """Audit files, then the manifests together; every file gets an outcome.
 
+    :param options: The evidence checks: pinned TSA certificates, ``require_timestamp``, the
+        validation time (:class:`.verify_evidence.EvidenceOptions`).
     :raises UnusableInput: When a manifest cannot be read.
     """
-    outcomes = [audit_file(f, trust, conn_id=conn_id) for f in files]
-    outcomes.extend(audit_manifests(manifests, trust, conn_id=conn_id, by_uri=by_uri))
+    outcomes = [audit_file(f, trust, conn_id=conn_id, options=options) for f in files]
+    outcomes.extend(audit_manifests(manifests, trust, conn_id=conn_id, by_uri=by_uri, options=options))
     return outcomes
 
 

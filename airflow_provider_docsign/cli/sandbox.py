@@ -76,6 +76,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated webhook hosts exempt from the private-address refusal, as the real "
         "instance's NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS (default: that variable; none when unset)",
     )
+    parser.add_argument(
+        "--seal-cert-lifetime",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seal each document with a certificate that expires SECONDS after signing (default: a "
+        "ten-year certificate); for long-term validation tests",
+    )
     parser.add_argument("--log-level", default="warning", help="uvicorn log level (default: warning)")
 
 
@@ -116,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
         seal_delay=args.seal_delay,
         webhooks=[(url, args.webhook_secret, args.webhook_events) for url in args.webhook],
         webhook_ssrf_bypass_hosts=args.webhook_ssrf_bypass_hosts,
+        seal_cert_lifetime=args.seal_cert_lifetime,
     )
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)

@@ -39,9 +39,13 @@ _EPILOG = """examples:
   docsign verify --manifest copy-of-archive/env_123/manifest.json
   docsign verify --manifest s3://bucket/contracts/env_123/manifest.json --conn-id aws_archive --by-uri
   docsign verify --json archive/env_123/01-contract.pdf
+  docsign verify --manifest archive/env_123/manifest.json --tsa-cert tsa.pem --require-timestamp
+  docsign verify --validation-time 2031-06-01T00:00:00Z archive/env_123/01-contract.ltv.pdf
 
 --manifest checks the files beside the manifest (by the relative paths it records), so a copy of an
-archive is audited as it is; --by-uri checks the URIs the manifest records instead.
+archive is audited as it is; --by-uri checks the URIs the manifest records instead. The token beside
+a manifest (manifest.json.tsr) and the long-term validation copies it lists (NAME.ltv.pdf) are
+checked too; a .ltv.pdf given as a file is checked as of its document timestamp.
 
 exit status: 0 every file passes, 1 a file failed, 2 a file could not be read or the input is unusable."""
 
@@ -80,6 +84,31 @@ def register(subparsers: Any) -> None:
         metavar="SHA256",
         help="pinned SHA-256 fingerprint of the signer certificate (repeatable)",
     )
+    parser.add_argument(
+        "--tsa-cert",
+        action="append",
+        default=[],
+        metavar="PEM",
+        help="pinned TSA certificate(s): a timestamp by any other TSA fails (repeatable)",
+    )
+    parser.add_argument(
+        "--tsa-fingerprint",
+        action="append",
+        default=[],
+        metavar="SHA256",
+        help="pinned SHA-256 fingerprint of the TSA certificate (repeatable)",
+    )
+    parser.add_argument(
+        "--require-timestamp",
+        action="store_true",
+        help="with --manifest: a manifest without its timestamp token (manifest.json.tsr) fails",
+    )
+    parser.add_argument(
+        "--validation-time",
+        default=None,
+        metavar="ISO8601",
+        help="judge signatures as of this time instead of now, e.g. 2031-06-01T00:00:00Z",
+    )
     parser.add_argument("--conn-id", default=None, help="Airflow connection for s3:// and other stores")
     parser.add_argument("--json", action="store_true", help="print the results as JSON (stdout: JSON only)")
     # Also accepted after the subcommand (python -m airflow_provider_docsign.verify --debug ...).
@@ -93,6 +122,8 @@ def _yes(value: bool | None) -> str:
 
 def lines(outcome: Any) -> list[str]:
     """The human-readable lines of one file: one per signature, then its problems."""
+    if hasattr(outcome, "lines"):  # a timestamp token or a long-term validation copy
+        return list(outcome.lines(one_line))
     status = outcome.status
     report = outcome.report
     name = one_line(outcome.file)
@@ -149,6 +180,26 @@ def _import_airflow_quietly(*, debug: bool) -> None:
     warnings.simplefilter("ignore", PendingDeprecationWarning)
 
 
+def _evidence_options(args: argparse.Namespace, verify: Any) -> Any:
+    """The timestamp and long-term validation options (:class:`.verify_evidence.EvidenceOptions`)."""
+    from airflow_provider_docsign.signatures import TrustPolicy
+    from airflow_provider_docsign.verify_evidence import EvidenceOptions, parse_validation_time
+
+    if args.require_timestamp and not args.manifest:
+        raise CliError("--require-timestamp applies to --manifest only")
+    try:
+        tsa_trust = TrustPolicy.from_sources(
+            [verify.to_path(p, args.conn_id) for p in args.tsa_cert], fingerprints=args.tsa_fingerprint
+        )
+    except (OSError, ValueError) as err:
+        raise CliError(f"TSA trust: {type(err).__name__}: {err}") from err
+    try:
+        at = parse_validation_time(args.validation_time) if args.validation_time else None
+    except ValueError as err:
+        raise CliError(f"--validation-time: {err}") from err
+    return EvidenceOptions(tsa_trust=tsa_trust, require_timestamp=args.require_timestamp, at=at)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the subcommand; returns the exit status."""
     if not args.files and not args.manifest:
@@ -162,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
     # Nothing but the result reaches stdout: Airflow's import-time logging, a stray print or a warning
     # during the audit goes to stderr.
     with contextlib.redirect_stdout(sys.stderr):
-        if any(verify.is_remote(uri) for uri in [*args.files, *args.manifest, *args.trust]):
+        if any(verify.is_remote(uri) for uri in [*args.files, *args.manifest, *args.trust, *args.tsa_cert]):
             _import_airflow_quietly(debug=bool(getattr(args, "debug", False)))
         _quiet_pyhanko_to_stderr()
         try:
@@ -171,9 +222,10 @@ def run(args: argparse.Namespace) -> int:
             )
         except (OSError, ValueError) as err:
             raise CliError(f"trust policy: {type(err).__name__}: {err}") from err
+        options = _evidence_options(args, verify)
         try:
             outcomes = verify.audit(
-                args.files, args.manifest, trust, conn_id=args.conn_id, by_uri=args.by_uri
+                args.files, args.manifest, trust, conn_id=args.conn_id, by_uri=args.by_uri, options=options
             )
         except verify.UnusableInput as err:
             raise CliError(str(err)) from err

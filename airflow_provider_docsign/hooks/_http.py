@@ -261,6 +261,8 @@ class Settings:
     :param web_url: The web app URL, for links.
     :param signing_certificate_fingerprints: Pinned SHA-256 fingerprints of the instance's sealing
         certificate (lower-case hex); the archive operator trusts signatures made with it.
+    :param tsa_conn_id: The connection of the RFC 3161 timestamp authority the archive uses when
+        the operator names none (:mod:`airflow_provider_docsign.hooks.tsa`).
     """
 
     base_url: str
@@ -271,6 +273,7 @@ class Settings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     web_url: str = ""
     signing_certificate_fingerprints: tuple[str, ...] = ()
+    tsa_conn_id: str | None = None
 
 
 def _extra(extras: Mapping[str, Any], name: str) -> Any:
@@ -337,6 +340,7 @@ def settings_from_connection(
         retry=retry,
         web_url=web_url,
         signing_certificate_fingerprints=parse_fingerprints(merged["signing_certificate_fingerprints"]),
+        tsa_conn_id=str(merged["tsa_conn_id"]).strip() or None if merged["tsa_conn_id"] else None,
     )
 
 
@@ -370,6 +374,7 @@ _EXTRA_NAMES = (
     "web_url",
     "scheme",
     "signing_certificate_fingerprints",
+    "tsa_conn_id",
 )
 #: Every keyword override :func:`settings_from_connection` understands (``DocsignHook(**overrides)``).
 OVERRIDE_NAMES = frozenset({"base_url", "api_key", *_EXTRA_NAMES})

@@ -198,6 +198,28 @@ def test_a_manifest_or_trust_file_that_is_a_fifo_is_refused(tmp_path: Path) -> N
     assert "is a FIFO (named pipe), not a regular file" in line
 
 
+def test_the_evidence_beside_a_manifest_is_read_under_the_same_rules(tmp_path: Path) -> None:
+    """A FIFO as the timestamp token, an LTV copy or a pinned TSA certificate is refused, never waited on."""
+    folder = tmp_path / "ACME-1"
+    manifest = _archive(folder, "01-contract.pdf")
+    data = json.loads(manifest.read_text())
+    data["files"][0]["ltv"] = {"path": "01-contract.ltv.pdf", "sha256": "0" * 64, "derived_from": "x"}
+    manifest.write_text(json.dumps(data))
+    os.mkfifo(folder / "manifest.json.tsr")
+    os.mkfifo(folder / "01-contract.ltv.pdf")
+    done = _docsign("verify", "--manifest", manifest)
+    assert done.returncode == 1, done.stderr
+    problems = {line.split("  ")[1]: line for line in done.stdout.splitlines() if line.startswith("FAIL")}
+    assert "it is a FIFO (named pipe), not a regular file" in problems[str(folder / "01-contract.ltv.pdf")]
+    assert "FIFO" in problems[str(folder / "manifest.json.tsr")]
+    os.mkfifo(tmp_path / "tsa.pem")
+    done = _docsign("verify", "--tsa-cert", tmp_path / "tsa.pem", SEALED)
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("docsign verify: error: TSA trust: ")
+    assert "is a FIFO (named pipe), not a regular file" in line
+
+
 def test_files_that_cannot_be_read_are_error_lines_and_the_rest_is_audited(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "pipe.pdf")
     done = _docsign("verify", tmp_path / "pipe.pdf", "/dev/zero", tmp_path / "missing.pdf", SEALED)
