@@ -53,12 +53,15 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_provider_docsign.operators.envelope",
                     "airflow_provider_docsign.operators.items",
                     "airflow_provider_docsign.operators.recipients",
+                    "airflow_provider_docsign.operators.fields",
+                    "airflow_provider_docsign.operators.attachments",
                     "airflow_provider_docsign.operators.folders",
                     "airflow_provider_docsign.operators.archive",
                     "airflow_provider_docsign.operators.preview",
                     "airflow_provider_docsign.operators.templates",
                     "airflow_provider_docsign.operators.reminders",
                     "airflow_provider_docsign.operators.export",
+                    "airflow_provider_docsign.operators.retention",
                 ],
             }
         ],
@@ -81,6 +84,7 @@ def get_provider_info() -> dict[str, Any]:
             }
         ],
         "extra-links": ["airflow_provider_docsign.links.DocsignEnvelopeLink"],
+        "notifications": ["airflow_provider_docsign.notifications.docsign.DocsignNotifier"],
         # One URI scheme for envelopes, templates and webhook events (airflow_provider_docsign.assets):
         # `asset-uris` is read by Airflow 3, `dataset-uris` by 2.11 (each ignores the other's key).
         "asset-uris": [_DOCSIGN_URIS],

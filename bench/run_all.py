@@ -38,6 +38,8 @@ BENCHMARKS = [
     ("download", "bench_download.py", 120),
     # 75 s alone on a quiet machine: 90 s left no room at all.
     ("verify", "bench_verify.py", 180),
+    ("cli", "bench_cli.py", 120),
+    ("verify_timestamp", "bench_verify.py --evidence", 90),
     ("waiting", "bench_waiting.py", 300),
     ("http_provider", "bench_http_provider.py", 90),
     ("pipeline", "bench_pipeline.py", 180),
@@ -98,7 +100,8 @@ def main() -> int:
     for name, script, limit in selected:
         deadline = Deadline(limit)
         print(f"\n=== {name} (limit {deadline.describe()}) ===", flush=True)
-        proc = subprocess.Popen([sys.executable, str(BENCH_DIR / script)], cwd=REPO_DIR)
+        program, *options = script.split()
+        proc = subprocess.Popen([sys.executable, str(BENCH_DIR / program), *options], cwd=REPO_DIR)
         while proc.poll() is None and not deadline.expired():
             try:
                 proc.wait(timeout=min(1.0, max(deadline.remaining(), 0.01)))
