@@ -1,5 +1,9 @@
 """The async path of :class:`~.docsign.DocsignHook`, for triggers: reads only, one client per event loop.
 
+Its connection is looked up with ``aget_connection`` (:meth:`~.docsign.DocsignHook.asettings`) before
+the first request, never with the sync look-up, which on Airflow 3 cannot reach a connection stored in
+the metadata database from the triggerer.
+
 A mixin typed against :class:`~._protocol.HookCore`. It builds its requests from the same endpoint
 definitions and parsers as the sync path, and follows the same retry policy (:mod:`._http`).
 """
@@ -23,6 +27,7 @@ from airflow_provider_docsign.hooks._http import (
     READ,
     USER_AGENT,
     log_response_body,
+    parse_http_date,
     parse_rate_limit,
 )
 from airflow_provider_docsign.hooks._protocol import HookCore
@@ -100,6 +105,7 @@ class AsyncMethods:
 
         if call.kind != READ:
             raise DocsignError("the async path only performs reads")
+        await self.asettings()  # aget_connection: the sync look-up finds no DB connection in a triggerer
         client = self._get_async_client()
         url = self._url(call)
         waited = 0.0
@@ -122,6 +128,7 @@ class AsyncMethods:
                 continue
             status = response.status_code
             self.last_rate_limit = parse_rate_limit(response.headers) or self.last_rate_limit
+            self.last_service_time = parse_http_date(response.headers.get("date")) or self.last_service_time
             content = response.content[:MAX_ERROR_BODY] if status >= 300 else response.content
             log_response_body(call.method, call.path, status, content, self._redact)
             if 200 <= status < 300:

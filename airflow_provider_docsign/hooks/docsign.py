@@ -2,7 +2,7 @@
 
 This module holds the connection, the pooled session and the one request loop; the endpoints are
 mixins, one module per resource (``_envelopes``, ``_items``, ``_recipients``, ``_fields``,
-``_folders``, ``_templates``, ``_async``), typed against :class:`~._protocol.HookCore`.
+``_folders``, ``_templates``, ``_attachments``, ``_async``), typed against :class:`~._protocol.HookCore`.
 
 Sync methods use one pooled :class:`requests.Session`; the ``async_*`` methods (for the trigger) use
 one :class:`httpx.AsyncClient` per event loop. Both build their requests from the same endpoint
@@ -48,6 +48,7 @@ import logging
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +57,13 @@ import urllib3.exceptions
 from requests.adapters import HTTPAdapter
 
 from airflow_provider_docsign import get_provider_info
-from airflow_provider_docsign._compat import BaseHook, get_connection
+from airflow_provider_docsign._compat import (
+    BaseHook,
+    aget_connection,
+    amask_secret,
+    get_connection,
+    mask_secret,
+)
 from airflow_provider_docsign.exceptions import (
     DocsignAmbiguousWriteError,
     DocsignAPIError,
@@ -67,6 +74,7 @@ from airflow_provider_docsign.exceptions import (
 )
 from airflow_provider_docsign.hooks import _endpoints as ep
 from airflow_provider_docsign.hooks._async import AsyncMethods
+from airflow_provider_docsign.hooks._attachments import AttachmentMethods
 from airflow_provider_docsign.hooks._endpoints import Call
 from airflow_provider_docsign.hooks._envelopes import EnvelopeMethods
 from airflow_provider_docsign.hooks._fields import FieldMethods
@@ -82,6 +90,7 @@ from airflow_provider_docsign.hooks._http import (
     Settings,
     api_error,
     log_response_body,
+    parse_http_date,
     parse_rate_limit,
     parse_retry_after,
     retryable_statuses,
@@ -138,6 +147,7 @@ class DocsignHook(
     FieldMethods,
     FolderMethods,
     TemplateMethods,
+    AttachmentMethods,
     AsyncMethods,
     BaseHook,
 ):
@@ -169,6 +179,9 @@ class DocsignHook(
         self._async_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
         #: The rate-limit headers of the last answer (the trigger poller and the export pace on them).
         self.last_rate_limit: RateLimit | None = None
+        #: The ``Date`` header of the last answer: the service's clock, never compared with Airflow's
+        #: (the reminders operator measures "since this run started" on it).
+        self.last_service_time: datetime | None = None
         #: Called before every sync request (the export's rate-limit pacing); ``None`` by default.
         self.before_request: Callable[[], object] | None = None
         #: Called after every sync answer with its status, rate-limit headers and ``Retry-After``
@@ -181,31 +194,53 @@ class DocsignHook(
 
     # -- connection -------------------------------------------------------------------------------
 
+    @property
+    def _needs_connection(self) -> bool:
+        return not (self._overrides.get("base_url") and self._overrides.get("api_key"))
+
     @cached_property
     def settings(self) -> Settings:
-        """The parsed connection settings (looked up on first access)."""
-        if self._overrides.get("base_url") and self._overrides.get("api_key"):
+        """The parsed connection settings (looked up on first access, synchronously).
+
+        Workers, the *Test* button, the CLI and Airflow 2.11 use this. Async code (triggers) awaits
+        :meth:`asettings` instead: on Airflow 3 the triggerer has no database access, and only
+        ``aget_connection`` finds a connection stored in the metadata database from there.
+        """
+        return self._settings_from(get_connection(self.docsign_conn_id) if self._needs_connection else None)
+
+    async def asettings(self) -> Settings:
+        """:attr:`settings`, looked up with ``aget_connection`` (for async code: the triggerer).
+
+        The result is cached on the hook like :attr:`settings`, so the sync path then reuses it. On
+        Airflow 2.11 (no ``aget_connection``) this is the sync look-up.
+        """
+        cached: Settings | None = self.__dict__.get("settings")
+        if cached is not None:
+            return cached
+        conn = await aget_connection(self.docsign_conn_id) if self._needs_connection else None
+        settings = self._settings_from(conn, mask=False)
+        if settings.api_key:
+            await amask_secret(settings.api_key)
+        self.__dict__["settings"] = settings
+        return settings
+
+    def _settings_from(self, conn: Any, *, mask: bool = True) -> Settings:
+        """Settings from a looked-up connection (``None``: the overrides alone), the key masked."""
+        if conn is None:
             settings = settings_from_connection(
                 host=None, port=None, schema=None, password=None, extras={}, overrides=self._overrides
             )
         else:
-            conn = get_connection(self.docsign_conn_id)
-            extras = conn.extra_dejson if conn.extra else {}
             settings = settings_from_connection(
                 host=conn.host,
                 port=conn.port,
                 schema=conn.schema,
                 password=conn.password,
-                extras=extras,
+                extras=conn.extra_dejson if conn.extra else {},
                 overrides=self._overrides,
             )
-        if settings.api_key:
-            try:
-                from airflow_provider_docsign._compat import mask_secret
-
-                mask_secret(settings.api_key)
-            except ImportError:  # pragma: no cover
-                pass
+        if mask and settings.api_key:
+            mask_secret(settings.api_key)
         return settings
 
     @cached_property
@@ -408,6 +443,7 @@ class DocsignHook(
             status = response.status_code
             rate_limit = parse_rate_limit(response.headers)
             self.last_rate_limit = rate_limit or self.last_rate_limit
+            self.last_service_time = parse_http_date(response.headers.get("date")) or self.last_service_time
             if self.after_response is not None:
                 self.after_response(
                     status, rate_limit, parse_retry_after(response.headers.get("retry-after"))

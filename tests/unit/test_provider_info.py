@@ -87,10 +87,12 @@ def test_every_named_class_and_module_imports() -> None:
 def test_connection_form_declares_base_url_key_and_extras() -> None:
     (conn,) = get_provider_info()["connection-types"]
     behaviour = conn["ui-field-behaviour"]
-    # The port is shown: Airflow 3.3.2's Test button refuses a connection stored without one.
+    # The port is shown: Airflow 3.3.0-3.3.2's Test button refuses a connection stored without one.
+    # Its label says when it is needed, its placeholder what to put there.
     assert set(behaviour["hidden-fields"]) == {"schema", "login"}
     assert behaviour["placeholders"]["host"] == "https://app.documenso.com/api/v2"
-    assert behaviour["placeholders"]["port"] == "443"
+    assert behaviour["relabeling"]["port"] == "Port (required for Test on Airflow 3.3.0-3.3.2)"
+    assert behaviour["placeholders"]["port"] == "443 for https, 80 for http, or the port in the URL"
     assert "password" in behaviour["relabeling"]
     assert {"timeout", "verify", "web_url", "signing_certificate_fingerprints"} <= set(conn["conn-fields"])
 
@@ -151,3 +153,18 @@ def test_operators_package_exports_every_operator_lazily() -> None:
         cls = getattr(operators, name)
         assert cls.__name__ == name
         assert cls.__doc__, f"{name} has no docstring"
+
+
+def test_the_notifier_is_registered_and_is_an_airflow_notifier() -> None:
+    from airflow_provider_docsign._compat import BaseNotifier
+
+    assert get_provider_info()["notifications"] == [
+        "airflow_provider_docsign.notifications.docsign.DocsignNotifier"
+    ]
+    notifier = _import_dotted(get_provider_info()["notifications"][0])
+    assert isinstance(notifier, type)
+    assert issubclass(notifier, BaseNotifier)
+    # A deadline alert's AsyncCallback awaits it with a context keyword; construction needs no network.
+    made = notifier(envelope_id="envelope_abc", context={"dag_run": None})
+    assert made.envelope_id == "envelope_abc"
+    assert "envelope_id" in notifier.template_fields
