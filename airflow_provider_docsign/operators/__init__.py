@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # give type checkers and IDEs the real classes; runtime imports stay lazy
     from airflow_provider_docsign.operators.archive import DocsignArchiveSignedDocumentsOperator
     from airflow_provider_docsign.operators.archive_batch import DocsignBatchArchiveOperator
-    from airflow_provider_docsign.operators.bulk import DocsignBulkSendOperator
     from airflow_provider_docsign.operators.attachments import (
         DocsignAddAttachmentsOperator,
         DocsignDeleteAttachmentOperator,
         DocsignUpdateAttachmentOperator,
     )
+    from airflow_provider_docsign.operators.bulk import DocsignBulkSendOperator
     from airflow_provider_docsign.operators.envelope import (
         DocsignCancelEnvelopeOperator,
         DocsignCreateEnvelopeOperator,
