@@ -3,9 +3,11 @@
 An envelope counts as archived when its manifest is where this archive's settings put it and still
 describes it: the same envelope, version and destination, the same file names in the same order
 (items, then the audit log and certificate if asked for), every file present with its recorded size,
-and, when signatures are verified, a signature result for every item. Such an envelope is skipped
+when signatures are verified a signature result for every item, and the evidence the archive asks
+for (:class:`~airflow_provider_docsign.archive_evidence.Evidence`): the timestamp token beside the
+manifest, each item's long-term validation copy, the retention recorded. Such an envelope is skipped
 by a batch that runs again; anything less is archived again (files already in place with the same
-bytes are then reported ``unchanged``).
+bytes are then reported ``unchanged``, and a complete timestamped archive is left as it is).
 """
 
 from __future__ import annotations
@@ -63,6 +65,17 @@ def existing_manifest(archiver: EnvelopeArchiver, envelope: Envelope, store: Sto
         if not isinstance(size, int) or not store.exists(final) or store.size(final) != size:
             return None
     if archiver.verify_signatures != "off" and any("signature" not in e for e in manifest.get("files") or []):
+        return None
+    evidence = archiver.evidence
+    item_names = [name for kind, name, _ in plan if kind == "item"]
+    for name in evidence.names(item_names, manifest_name):  # the token, the long-term copies
+        if not store.exists(store.path(name)):
+            return None
+    if evidence.tsa is not None and "timestamp" not in manifest:
+        return None
+    if evidence.ltv and any("ltv" not in e for e in manifest.get("files") or []):
+        return None
+    if evidence.retention is not None and "retention" not in manifest:
         return None
     return dict(manifest)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
@@ -38,9 +39,10 @@ class DocsignBatchArchiveOperator(DocsignArchiveSignedDocumentsOperator):
 
     Every envelope is archived by the same
     :class:`~airflow_provider_docsign.archiver.EnvelopeArchiver` that
-    :class:`DocsignArchiveSignedDocumentsOperator` uses, with the same parameters and the same
+    :class:`DocsignArchiveSignedDocumentsOperator` uses, with the same parameters, the same
     verification (content type, ``%PDF-`` magic, SHA-256 and size, digital signatures, atomic moves,
-    no path outside the destination); every parameter of that operator is accepted here. The default
+    no path outside the destination) and the same evidence (timestamp over each manifest, long-term
+    validation copies, retention); every parameter of that operator is accepted here. The default
     ``filename_template`` puts each envelope in its own folder (``{envelope_key}/...``) with its own
     ``manifest.json``.
 
@@ -111,7 +113,9 @@ class DocsignBatchArchiveOperator(DocsignArchiveSignedDocumentsOperator):
         store = Store(self.destination, self.destination_conn_id)
         outcome = BatchOutcome(destination=store.uri)
         install_pacer(self.hook, self.reserve_fraction, self.log)
-        archiver = self.archiver()
+        # The timestamp, copies and retention, as the single archive operator asks for them; one set per
+        # thread (each keeps its own TSA client and copy writer), the first one here, to check with.
+        archiver = self._thread_archiver()
         self.log.info("Archiving %d envelope(s) to %s, %d at a time", len(ids), store.uri, self.max_in_flight)
         outstanding: dict[Future[None], str] = {}
         with ThreadPoolExecutor(max_workers=self.max_in_flight, thread_name_prefix="docsign-archive") as pool:
@@ -123,7 +127,7 @@ class DocsignBatchArchiveOperator(DocsignArchiveSignedDocumentsOperator):
                     continue
                 while len(outstanding) >= self.max_in_flight:
                     self._collect(outstanding, outcome)
-                outstanding[pool.submit(self._archive_one, archiver, envelope)] = envelope.id
+                outstanding[pool.submit(self._archive_one, envelope)] = envelope.id
             while outstanding:
                 self._collect(outstanding, outcome)
         result = outcome.to_xcom(len(ids))
@@ -203,8 +207,16 @@ class DocsignBatchArchiveOperator(DocsignArchiveSignedDocumentsOperator):
             return False
         return True
 
-    def _archive_one(self, archiver: EnvelopeArchiver, envelope: Envelope) -> None:
-        _, records = archiver.archive(envelope, self._store())
+    def _thread_archiver(self) -> EnvelopeArchiver:
+        """This thread's archiver, with the single archive operator's settings and evidence."""
+        local = self.__dict__.setdefault("_local", threading.local())
+        archiver: EnvelopeArchiver | None = getattr(local, "archiver", None)
+        if archiver is None:
+            archiver = local.archiver = self.archiver(self.evidence())
+        return archiver
+
+    def _archive_one(self, envelope: Envelope) -> None:
+        _, records = self._thread_archiver().archive(envelope, self._store())
         for record in records:
             self.log.info(
                 "%s %s (%d bytes, sha256 %s)", record.outcome, record.uri, record.size, record.sha256

@@ -164,3 +164,45 @@ def test_the_batch_archive_refuses_bad_arguments(tmp_path: Path) -> None:
     op = DocsignBatchArchiveOperator(task_id="a", destination=str(tmp_path), result_table=str(other))
     with pytest.raises(AirflowFailException, match="not a bulk result table"):
         op.execute(ctx())
+
+
+def test_the_batch_archive_applies_the_same_evidence_as_one_envelope_s_archive(
+    campaign: tuple[Path, list[str]], sandbox: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A TSA on the batch: every manifest gets its token and every item its long-term copy, as alone."""
+    from airflow_provider_docsign.timestamps import verify_timestamp
+
+    table, _ = campaign
+    sandbox.clear_tsa()
+    pem = sandbox.tsa_certificate_pem().decode("ascii")
+    conn = {
+        "conn_type": "http",
+        "host": sandbox.tsa_url,
+        "extra": {"trusted_certificates": pem, "timeout": 5},
+    }
+    monkeypatch.setenv("AIRFLOW_CONN_TSA_SANDBOX", json.dumps(conn))
+    archive = tmp_path / "evidence"
+    plain = DocsignBatchArchiveOperator(task_id="archive", result_table=str(table), destination=str(archive))
+    assert plain.execute(ctx())["archived"] == 4
+    # Archived without evidence: a batch that asks for a timestamp and copies does not skip them.
+    op = DocsignBatchArchiveOperator(
+        task_id="archive",
+        result_table=str(table),
+        destination=str(archive),
+        tsa_conn_id="tsa_sandbox",
+        ltv=True,
+    )
+    result = op.execute(ctx(try_number=2))
+    assert (result["archived"], result["skipped"]) == (4, 0)
+    for path in sorted(archive.glob("*/manifest.json")):
+        manifest = json.loads(path.read_text())
+        token = (path.parent / manifest["timestamp"]["token"]).read_bytes()
+        assert verify_timestamp(token, path.read_bytes()).passed
+        (entry,) = manifest["files"]
+        assert (path.parent / entry["ltv"]["path"]).exists()
+    # With the evidence in place, the same batch (or a plain one) finds them complete: no download.
+    sandbox.clear_requests()
+    assert op.execute(ctx(try_number=3))["skipped"] == 4
+    assert plain.execute(ctx(try_number=4))["skipped"] == 4
+    assert not [r for r in sandbox.requests() if r["path"].endswith("/download")]
+    sandbox.clear_tsa()
