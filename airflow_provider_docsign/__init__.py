@@ -61,6 +61,8 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_provider_docsign.operators.templates",
                     "airflow_provider_docsign.operators.reminders",
                     "airflow_provider_docsign.operators.export",
+                    "airflow_provider_docsign.operators.bulk",
+                    "airflow_provider_docsign.operators.archive_batch",
                     "airflow_provider_docsign.operators.retention",
                 ],
             }

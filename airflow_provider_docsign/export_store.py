@@ -29,6 +29,10 @@ for as long as it lives; the kernel releases it when the process dies, however i
 writer first sweeps what dead runs left (:func:`sweep_stale_staging`): staging whose lock file is gone
 or no longer held is removed, and a partition a dead run had moved aside but not yet replaced is put
 back. Staging of a run still alive (its lock held) is never touched.
+
+:class:`TableFile` writes one table to one file with the same writers and the same rules (the bulk
+operator's result table): staged beside it and renamed into place on a local disk, staged locally and
+uploaded whole to an object store.
 """
 
 from __future__ import annotations
@@ -40,17 +44,18 @@ import re
 import secrets
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from airflow_provider_docsign.export import SCHEMA_VERSION, TABLES, ExportConfigError, jsonl_line, parse_ts
+from airflow_provider_docsign.export import SCHEMA_VERSION, TABLES, Column, ExportConfigError, parse_ts
 
 __all__ = [
     "PART_NAME",
     "ROW_GROUP",
     "SUCCESS_NAME",
     "PartitionWriter",
+    "TableFile",
     "parquet_schema",
     "require_pyarrow",
     "sweep_stale_staging",
@@ -194,6 +199,13 @@ def require_pyarrow() -> Any:
 
 def parquet_schema(table: str) -> Any:
     """The explicit pyarrow schema of ``table``, column for column the documented one."""
+    return columns_schema(
+        TABLES[table], {"docsign_schema_version": str(SCHEMA_VERSION), "docsign_table": table}
+    )
+
+
+def columns_schema(columns: Sequence[Column], metadata: Mapping[str, str]) -> Any:
+    """The explicit pyarrow schema of a table with these columns (all nullable)."""
     pa = require_pyarrow()
     types = {
         "string": pa.string(),
@@ -203,9 +215,14 @@ def parquet_schema(table: str) -> Any:
         "timestamp": pa.timestamp("ms", tz="UTC"),
     }
     return pa.schema(
-        [pa.field(c.name, types[c.type], nullable=True) for c in TABLES[table]],
-        metadata={"docsign_schema_version": str(SCHEMA_VERSION), "docsign_table": table},
+        [pa.field(c.name, types[c.type], nullable=True) for c in columns], metadata=dict(metadata)
     )
+
+
+def jsonl_record(row: Mapping[str, Any], columns: Sequence[Column]) -> bytes:
+    """One JSON Lines record with the columns in schema order (stable bytes)."""
+    ordered = {c.name: row.get(c.name) for c in columns}
+    return (json.dumps(ordered, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
 def _local_path(root: Any) -> Path | None:
@@ -236,8 +253,21 @@ def uri_of(path: Any) -> str:
 class _Sink:
     """One table's staged file (JSON Lines or Parquet)."""
 
-    def __init__(self, table: str, path: Path, fmt: str) -> None:
+    def __init__(
+        self,
+        table: str,
+        path: Path,
+        fmt: str,
+        columns: Sequence[Column] | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
         self.table = table
+        self.columns = tuple(columns) if columns is not None else TABLES[table]
+        self.schema_metadata = (
+            dict(metadata)
+            if metadata is not None
+            else {"docsign_schema_version": str(SCHEMA_VERSION), "docsign_table": table}
+        )
         self.path = path
         self.fmt = fmt
         self.rows = 0
@@ -249,13 +279,16 @@ class _Sink:
         else:
             import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-            self._writer = pq.ParquetWriter(str(path), parquet_schema(table), compression="zstd")
+            self._writer = pq.ParquetWriter(str(path), self._schema(), compression="zstd")
+
+    def _schema(self) -> Any:
+        return columns_schema(self.columns, self.schema_metadata)
 
     def write(self, rows: Iterable[Mapping[str, Any]]) -> None:
         for row in rows:
             self.rows += 1
             if self._file is not None:
-                self._file.write(jsonl_line(row, self.table))
+                self._file.write(jsonl_record(row, self.columns))
             else:
                 self._buffer.append(row)
         if len(self._buffer) >= ROW_GROUP:
@@ -267,12 +300,12 @@ class _Sink:
         import pyarrow as pa  # type: ignore[import-untyped]
 
         columns: dict[str, list[Any]] = {}
-        for col in TABLES[self.table]:
+        for col in self.columns:
             values = [row.get(col.name) for row in self._buffer]
             if col.type == "timestamp":
                 values = [parse_ts(v) for v in values]
             columns[col.name] = values
-        self._writer.write_table(pa.table(columns, schema=parquet_schema(self.table)))
+        self._writer.write_table(pa.table(columns, schema=self._schema()))
         self._buffer = []
 
     def close(self) -> None:
@@ -402,3 +435,78 @@ class PartitionWriter:
         if self._local_root is None:
             shutil.rmtree(self._stage_root, ignore_errors=True)
         self._lock.release()  # last: the staging is gone
+
+
+class TableFile:
+    """Write one table to one file, staged, then published whole (the export's rules, one file).
+
+    :param target: The file: a local path or an ``ObjectStoragePath``.
+    :param columns: The table's columns.
+    :param fmt: ``jsonl`` or ``parquet``.
+    :param name: The table's name (Parquet metadata ``docsign_table``).
+    :param schema_version: The table's schema version (Parquet metadata ``docsign_schema_version``).
+    """
+
+    def __init__(
+        self, target: Any, columns: Sequence[Column], fmt: str = "jsonl", *, name: str, schema_version: int
+    ) -> None:
+        if fmt not in ("jsonl", "parquet"):
+            raise ExportConfigError(f"format must be 'jsonl' or 'parquet', not {fmt!r}")
+        if fmt == "parquet":
+            require_pyarrow()
+        self.target = target
+        self._local = _local_path(target)
+        token = secrets.token_hex(6)
+        if self._local is not None:
+            self._local.parent.mkdir(parents=True, exist_ok=True)
+            stage = self._local.with_name(f".{self._local.name}.tmp-{token}")
+            self._stage_dir: Path | None = None
+        else:
+            self._stage_dir = Path(tempfile.mkdtemp(prefix="docsign-table-"))
+            stage = self._stage_dir / f"table-{token}"
+        self._stage = stage
+        metadata = {"docsign_schema_version": str(schema_version), "docsign_table": name}
+        self._sink = _Sink(name, stage, fmt, columns, metadata)
+
+    def write(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Append rows to the staged file."""
+        self._sink.write(rows)
+
+    def commit(self) -> int:
+        """Close the staged file and publish it in place of the target; return the rows written."""
+        try:
+            self._sink.close()
+            if self._local is not None:
+                with self._stage.open("rb") as fh:
+                    os.fsync(fh.fileno())
+                os.replace(self._stage, self._local)
+                _fsync_dir(self._local.parent)
+            else:
+                with self._stage.open("rb") as src, self.target.open("wb") as dst:
+                    shutil.copyfileobj(src, dst, _COPY_CHUNK)
+        finally:
+            self.abort()
+        return self._sink.rows
+
+    def abort(self) -> None:
+        """Remove the staged file (the published one, if any, is left as it is)."""
+        with contextlib.suppress(Exception):
+            self._sink.close()
+        with contextlib.suppress(FileNotFoundError):
+            self._stage.unlink()
+        if self._stage_dir is not None:
+            shutil.rmtree(self._stage_dir, ignore_errors=True)
+
+
+def _fsync_dir(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (where the platform allows opening a directory)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

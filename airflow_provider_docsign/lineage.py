@@ -28,6 +28,8 @@ from airflow_provider_docsign.assets import namespace
 
 __all__ = [
     "archive_facets",
+    "batch_archive_facets",
+    "bulk_send_facets",
     "create_facets",
     "envelope_namespace",
     "export_facets",
@@ -122,6 +124,31 @@ def archive_facets(operator: Any, task_instance: Any) -> Any:
             uris.append(entry.get("uri"))
     uris.append(manifest.get("manifest_uri"))
     return _lineage(inputs, [file_dataset_parts(u) for u in uris if u])
+
+
+def bulk_send_facets(operator: Any, task_instance: Any) -> Any:
+    """Bulk send: the rows file (when a file) is the input; the result table is the output.
+
+    The campaign's envelopes are not listed one by one: the result table names them.
+    """
+    result = _return_value(task_instance)
+    inputs = [file_dataset_parts(f) for f in _files(getattr(operator, "rows", None))]
+    outputs = []
+    if isinstance(result, Mapping) and result.get("result_table"):
+        outputs.append(file_dataset_parts(result["result_table"]))
+    return _lineage(inputs, outputs)
+
+
+def batch_archive_facets(operator: Any, task_instance: Any) -> Any:
+    """Batch archive: the destination folder is the output (one manifest per envelope inside it)."""
+    result = _return_value(task_instance)
+    inputs = []
+    if getattr(operator, "result_table", None) is not None:
+        inputs = [file_dataset_parts(f) for f in _files(operator.result_table)]
+    outputs = []
+    if isinstance(result, Mapping) and result.get("destination"):
+        outputs.append(file_dataset_parts(result["destination"]))
+    return _lineage(inputs, outputs)
 
 
 def export_facets(partitions: Mapping[str, str], columns: Mapping[str, Sequence[tuple[str, str]]]) -> Any:

@@ -5,10 +5,11 @@ Both runs use ``scripts/stack.py`` on 127.0.0.1 with the same DAG, sandbox and S
 * **celery**: CeleryExecutor, PostgreSQL, Redis, two workers with 4 slots each (``make stack``);
 * **local** (baseline): LocalExecutor with SQLite and the same 8 task slots, no workers.
 
-One ``docsign_bulk_signing`` run with ``N`` customers (default 200; ``BENCH_DISTRIBUTED_N``) whose
-signers sign 5 s after distribution. Measured from the trigger to the run's success: envelopes per
-minute, requests per envelope (counted by the sandbox), the triggerer's peak RSS (``VmHWM`` summed over
-its process tree) and the CPU seconds per envelope of the scheduler and of the workers (user + system
+One ``docsign_bulk_signing_mapped`` run (dynamic task mapping) with ``N`` customers (default 200;
+``BENCH_DISTRIBUTED_N``) whose signers sign 5 s after distribution. Measured from the trigger to the
+run's success: envelopes per minute, requests per envelope (counted by the sandbox), the triggerer's
+peak RSS (``VmHWM`` summed over its process tree) and the CPU seconds per envelope of the scheduler
+and of the workers (user + system
 of each component's process tree, including reaped children; on LocalExecutor the task processes are
 the scheduler's children, so its figure is "scheduler + workers"). Ratios are celery / local.
 """
@@ -74,7 +75,7 @@ def run(executor: str) -> dict[str, Any]:
         sandbox = requests.Session()
         sandbox.headers["Authorization"] = f"Bearer {API_KEY}"
         root = stack.sandbox_url.removesuffix("/api/v2")
-        dag = f"{stack.api_url}/api/v2/dags/docsign_bulk_signing"
+        dag = f"{stack.api_url}/api/v2/dags/docsign_bulk_signing_mapped"
         for _ in range(120):
             if http.get(dag, timeout=10).status_code == 200:
                 break

@@ -46,6 +46,9 @@ BENCHMARKS = [
     ("listener", "bench_listener.py", 180),
     ("export", "bench_export.py", 420),
     ("reconcile", "bench_reconcile.py", 180),
+    # The small version (1,000 + 200 rows at 1,000 requests a minute in 6-second windows); the
+    # acceptance run (10,000 + 2,000 rows, 60-second windows, the mapped baseline) is `make bench-bulk`.
+    ("bulk_small", "bench_bulk.py --small", 300),
 ]
 DOCS = REPO_DIR / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- BEGIN RESULTS (bench/run_all.py --update-docs) -->", "<!-- END RESULTS -->"

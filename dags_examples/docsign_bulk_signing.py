@@ -1,28 +1,41 @@
-"""Bulk sending: one envelope per customer with dynamic task mapping, one sensor for all of them.
+"""A campaign: one envelope per row of a table, sent in one task at the service's rate limit.
+
+Annual renewals, a new price list, onboarding a region: thousands of contracts in one night. This DAG
+is the shape for that (see the "Sending in bulk" guide); ``docsign_bulk_signing_mapped`` is the shape
+for a few envelopes that each deserve their own task.
 
 What this DAG shows:
 
-* ``prepare`` renders one PDF per customer in the ``customers`` param and builds the create
-  arguments for each, including an ``external_id`` made of the run id and the customer key, so that
-  a retried mapped task adopts the envelope it already created instead of making a duplicate;
-* ``create_envelope`` and ``distribute`` are mapped: one task instance per customer;
-* ``wait_for_signatures`` is a *single* deferrable sensor on the whole list of envelope ids. It reads
-  them in batches of 20 per request, so waiting on 500 envelopes costs 25 requests per poll, and it
-  holds no worker slot while people sign;
-* ``archive`` is mapped again: each envelope's signed PDFs go to their own folder with their own
-  ``manifest.json``.
+* ``setup_template`` makes sure the renewal template exists (created from code here so the example
+  runs anywhere; normally someone designs it once in the web app). Its ``company`` field is prefilled
+  for each customer;
+* ``select_rows`` selects the campaign's rows (here: the ``customers`` param) and writes them as JSON
+  Lines to ``work_dir`` (any ``ObjectStoragePath`` URL such as ``s3://bucket/campaigns``, or a local
+  directory). A real campaign would query a warehouse here;
+* ``send_campaign`` (:class:`DocsignBulkSendOperator`) checks every row first, then sends one envelope
+  per row from the template, one request each, exactly once even if the task is retried or its worker
+  killed, and writes a result table beside the rows (``row_key``, ``external_id``, ``envelope_id``,
+  ``status``, ``error``, ``attempts``, ``sent_at``). Its XCom holds counts and the table's URI;
+* ``wait_for_signatures`` is one deferrable sensor on the result table: it waits for every sent
+  envelope in the triggerer, 20 per request per poll, with no worker slot held while people sign
+  (on Airflow 3, the webhook trigger of ``docsign_archive_on_completion`` can replace polling);
+* ``archive`` (:class:`DocsignBatchArchiveOperator`) archives every signed envelope in one task, one
+  folder and one ``manifest.json`` each, and skips those already archived if it runs again;
+* ``report`` writes ``report.json`` beside the result table: the counts of the send and the archive.
 
-Configuration: the ``docsign_default`` connection, the params ``customers``, ``archive_dir`` and
-``work_dir`` (defaults from ``$DOCSIGN_EXAMPLE_ARCHIVE_DIR`` / ``$DOCSIGN_EXAMPLE_WORK_DIR``, see
-``docsign_contract_signing``), and ``$DOCSIGN_EXAMPLE_POKE_INTERVAL`` (seconds, default 60).
+Configuration: the ``docsign_default`` connection, the params ``customers``, ``work_dir`` and
+``archive_dir`` (defaults from ``$DOCSIGN_EXAMPLE_WORK_DIR`` / ``$DOCSIGN_EXAMPLE_ARCHIVE_DIR``) and
+``$DOCSIGN_EXAMPLE_POKE_INTERVAL`` (seconds, default 60).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 try:
@@ -33,9 +46,9 @@ except ImportError:  # Airflow 2.11
     from airflow.models.param import Param
 
 from airflow_provider_docsign.operators import (
-    DocsignArchiveSignedDocumentsOperator,
-    DocsignCreateEnvelopeOperator,
-    DocsignDistributeEnvelopeOperator,
+    DocsignBatchArchiveOperator,
+    DocsignBulkSendOperator,
+    DocsignCreateTemplateOperator,
 )
 from airflow_provider_docsign.sensors import DocsignEnvelopeSensor
 
@@ -45,11 +58,47 @@ WORK_DIR = os.environ.get("DOCSIGN_EXAMPLE_WORK_DIR") or os.path.join(
     tempfile.gettempdir(), "docsign-examples"
 )
 POKE_INTERVAL = float(os.environ.get("DOCSIGN_EXAMPLE_POKE_INTERVAL", "60"))
+TEMPLATE_TITLE = "Contract renewal"
 
 DEFAULT_CUSTOMERS = [
-    {"id": "C-1001", "name": "Ada Lovelace", "email": "ada@analytical.example"},
-    {"id": "C-1002", "name": "Grace Hopper", "email": "grace@cobol.example"},
-    {"id": "C-1003", "name": "Alan Turing", "email": "alan@bletchley.example"},
+    {
+        "id": "C-1001",
+        "name": "Ada Lovelace",
+        "email": "ada@analytical.example",
+        "company": "Analytical Engines",
+    },
+    {"id": "C-1002", "name": "Grace Hopper", "email": "grace@cobol.example", "company": "COBOL Ltd"},
+    {"id": "C-1003", "name": "Alan Turing", "email": "alan@bletchley.example", "company": "Bletchley Park"},
+]
+
+# The template's one role, with a placeholder e-mail that every row replaces.
+TEMPLATE_RECIPIENTS = [
+    {
+        "email": "customer@placeholder.example",
+        "name": "Customer",
+        "role": "SIGNER",
+        "fields": [
+            {
+                "identifier": 0,
+                "type": "TEXT",
+                "page": 1,
+                "positionX": 10.0,
+                "positionY": 20.0,
+                "width": 40.0,
+                "height": 5.0,
+                "fieldMeta": {"type": "text", "label": "company"},
+            },
+            {
+                "identifier": 0,
+                "type": "SIGNATURE",
+                "page": 1,
+                "positionX": 10.0,
+                "positionY": 80.0,
+                "width": 30.0,
+                "height": 8.0,
+            },
+        ],
+    }
 ]
 
 
@@ -59,92 +108,105 @@ def _safe(text: str) -> str:
 
 with DAG(
     dag_id="docsign_bulk_signing",
-    description="One envelope per customer (dynamic task mapping), one sensor for all, mapped archive.",
+    description="A campaign: bulk send from a table, one wait, batch archive, a report.",
     schedule=None,
     start_date=datetime(2024, 1, 1),
     catchup=False,
-    tags=["docsign", "example"],
+    tags=["docsign", "example", "bulk"],
     default_args={"retries": 2, "retry_delay": timedelta(seconds=10)},
     params={
         "customers": Param(
             DEFAULT_CUSTOMERS,
             type="array",
-            description="Customers to send a renewal to: objects with id, name and email.",
+            description="The campaign's customers: objects with id, name, email and company.",
+        ),
+        "work_dir": Param(
+            WORK_DIR,
+            type="string",
+            description="Where the rows, the result table and the report go: a URL or a local directory.",
         ),
         "archive_dir": Param(ARCHIVE_DIR, type="string"),
-        "work_dir": Param(WORK_DIR, type="string"),
     },
     doc_md=__doc__,
 ) as dag:
 
     @task
-    def prepare(params: dict[str, Any] | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
-        """Render each customer's PDF and return the keyword arguments of their envelope."""
-        from airflow_provider_docsign.samples import storage_path, store_sample_pdf
+    def render_template_pdf() -> list[str]:
+        """The template's own PDF."""
+        from airflow_provider_docsign.samples import write_sample_pdf
 
-        assert params is not None
-        kwargs = []
-        for customer in params["customers"]:
-            # A URI on the work_dir's store, not a worker's local file: each mapped create may run
-            # on another worker.
-            target = storage_path(
-                params["work_dir"], _safe(str(run_id)), f"renewal-{_safe(customer['id'])}.pdf"
-            )
-            pdf = store_sample_pdf(target, title=f"Renewal for {customer['name']}")
-            kwargs.append(
-                {
-                    "title": f"Contract renewal - {customer['name']}",
-                    "files": [pdf],
-                    "recipients": [
-                        {
-                            "email": customer["email"],
-                            "name": customer["name"],
-                            "role": "SIGNER",
-                            "fields": [
-                                {
-                                    "identifier": 0,
-                                    "type": "SIGNATURE",
-                                    "page": 1,
-                                    "positionX": 10.0,
-                                    "positionY": 80.0,
-                                    "width": 30.0,
-                                    "height": 8.0,
-                                }
-                            ],
-                        }
-                    ],
-                    # Mapped values coming from XCom are not rendered as templates, so the id is built
-                    # here: unique per run and customer, which makes a retried create safe.
-                    "external_id": f"renewal-{run_id}-{customer['id']}",
-                }
-            )
-        return kwargs
+        folder = Path(tempfile.mkdtemp(prefix="docsign-template-"))
+        return [str(write_sample_pdf(folder / "renewal.pdf", title=TEMPLATE_TITLE))]
 
-    create_envelope = DocsignCreateEnvelopeOperator.partial(
-        task_id="create_envelope", meta={"subject": "Please sign your renewal"}
-    ).expand_kwargs(prepare())
+    setup_template = DocsignCreateTemplateOperator(
+        task_id="setup_template",
+        title=TEMPLATE_TITLE,
+        files=render_template_pdf(),
+        recipients=TEMPLATE_RECIPIENTS,
+        external_id="example-renewal-template",
+    )
 
     @task
-    def collect_ids(results: list[dict[str, Any]]) -> list[str]:
-        """The envelope ids of all mapped creates, in customer order."""
-        return [result["envelope_id"] for result in results]
+    def select_rows(params: dict[str, Any] | None = None, run_id: str | None = None) -> dict[str, str]:
+        """Write the campaign's rows (JSON Lines) and name where its result table goes."""
+        from airflow_provider_docsign.samples import storage_path
 
-    envelope_ids = collect_ids(create_envelope.output)
+        assert params is not None
+        rows = [
+            {"row_key": c["id"], "email": c["email"], "name": c["name"], "company": c["company"]}
+            for c in params["customers"]
+        ]
+        target = storage_path(params["work_dir"], "campaigns", _safe(str(run_id)), "rows.jsonl")
+        if target.protocol in ("file", "local", ""):
+            target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("".join(json.dumps(row) + "\n" for row in rows))
+        # As strings that keep an object store's connection id (s3://conn@bucket/...) for later tasks.
+        return {"rows": str(target), "result_table": str(target.parent / "results.jsonl")}
 
-    distribute = DocsignDistributeEnvelopeOperator.partial(task_id="distribute").expand(
-        envelope_id=envelope_ids
+    selection = select_rows()
+
+    send_campaign = DocsignBulkSendOperator(
+        task_id="send_campaign",
+        rows=selection["rows"],
+        result_table=selection["result_table"],
+        template_id="{{ ti.xcom_pull(task_ids='setup_template')['template_id'] }}",
+        recipients=[{"placeholder": "Customer", "email": "{email}", "name": "{name}"}],
+        prefill_fields={"company": "{company}"},
+        title="Contract renewal - {name}",
+        meta={"subject": "Please sign your renewal"},
     )
 
     wait_for_signatures = DocsignEnvelopeSensor(
         task_id="wait_for_signatures",
-        envelope_ids=envelope_ids,
+        result_table=selection["result_table"],
         deferrable=True,
         poke_interval=POKE_INTERVAL,
         timeout=timedelta(days=30),
     )
 
-    archive = DocsignArchiveSignedDocumentsOperator.partial(
-        task_id="archive", destination="{{ params.archive_dir }}"
-    ).expand(envelope_id=envelope_ids)
+    archive = DocsignBatchArchiveOperator(
+        task_id="archive",
+        result_table=selection["result_table"],
+        destination="{{ params.archive_dir }}",
+    )
 
-    distribute >> wait_for_signatures >> archive
+    @task
+    def report(where: dict[str, str], sent: dict[str, Any], archived: dict[str, Any]) -> str:
+        """Write the campaign's report beside its result table; return its URI."""
+        from airflow_provider_docsign.samples import storage_path
+
+        table = storage_path(where["result_table"])
+        body = {
+            "campaign_id": sent["campaign_id"],
+            "result_table": sent["result_table"],
+            "rows": sent["rows"],
+            "send": sent["counts"],
+            "archive": {k: archived[k] for k in ("archived", "skipped", "not_signed", "failed")},
+            "archive_destination": archived["destination"],
+        }
+        target = table.parent / "report.json"
+        target.write_text(json.dumps(body, indent=2) + "\n")
+        return str(target)
+
+    setup_template >> send_campaign >> wait_for_signatures >> archive
+    report(selection, send_campaign.output, archive.output)

@@ -58,7 +58,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-file-mb", type=float, default=50, help="per-file upload limit in MB (default 50)"
     )
     parser.add_argument(
-        "--rate-limit", type=int, default=None, help="enforce N requests per minute (default: headers only)"
+        "--rate-limit",
+        type=int,
+        default=1000,
+        help="requests per window and client address, enforced with the real 429 and X-RateLimit-* "
+        "headers (default 1000, the real service's; 0: report the headers, refuse nothing)",
+    )
+    parser.add_argument(
+        "--rate-window",
+        type=float,
+        default=60.0,
+        help="the rate-limit window in seconds (default 60, the real service's)",
     )
     parser.add_argument(
         "--seal-delay", type=float, default=0.3, help="seconds from last signature to COMPLETED (default 0.3)"
@@ -115,12 +125,15 @@ def run(args: argparse.Namespace) -> int:
             raise
         raise missing_extra("sandbox", err) from err
 
+    if args.rate_limit < 0 or args.rate_window <= 0:
+        raise CliError("--rate-limit must be 0 or more (0: not enforced) and --rate-window more than 0")
     app = create_app(
         args.data_dir,
         args.api_key,
         max_file_mb=args.max_file_mb,
         auto_sign_after=args.auto_sign_after,
         rate_limit=args.rate_limit,
+        rate_window=args.rate_window,
         seal_delay=args.seal_delay,
         webhooks=[(url, args.webhook_secret, args.webhook_events) for url in args.webhook],
         webhook_ssrf_bypass_hosts=args.webhook_ssrf_bypass_hosts,

@@ -183,7 +183,11 @@ class DocsignHook(
         #: (the reminders operator measures "since this run started" on it).
         self.last_service_time: datetime | None = None
         #: Called before every sync request (the export's rate-limit pacing); ``None`` by default.
-        self.before_request: Callable[[], None] | None = None
+        self.before_request: Callable[[], object] | None = None
+        #: Called after every sync answer with its status, rate-limit headers and ``Retry-After``
+        #: seconds (the bulk operator's shared pacer); ``None`` by default. Threads sharing the hook
+        #: each see their own answers here, unlike ``last_rate_limit``.
+        self.after_response: Callable[[int, RateLimit | None, float | None], None] | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(docsign_conn_id={self.docsign_conn_id!r})"
@@ -437,8 +441,13 @@ class DocsignHook(
                 if closer is not None:
                     closer()
             status = response.status_code
-            self.last_rate_limit = parse_rate_limit(response.headers) or self.last_rate_limit
+            rate_limit = parse_rate_limit(response.headers)
+            self.last_rate_limit = rate_limit or self.last_rate_limit
             self.last_service_time = parse_http_date(response.headers.get("date")) or self.last_service_time
+            if self.after_response is not None:
+                self.after_response(
+                    status, rate_limit, parse_retry_after(response.headers.get("retry-after"))
+                )
             log.debug(
                 "Docsign %s %s -> %s (request id %s)",
                 call.method,

@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # give type checkers and IDEs the real classes; runtime imports stay lazy
     from airflow_provider_docsign.operators.archive import DocsignArchiveSignedDocumentsOperator
+    from airflow_provider_docsign.operators.archive_batch import DocsignBatchArchiveOperator
     from airflow_provider_docsign.operators.attachments import (
         DocsignAddAttachmentsOperator,
         DocsignDeleteAttachmentOperator,
         DocsignUpdateAttachmentOperator,
     )
+    from airflow_provider_docsign.operators.bulk import DocsignBulkSendOperator
     from airflow_provider_docsign.operators.envelope import (
         DocsignCancelEnvelopeOperator,
         DocsignCreateEnvelopeOperator,
@@ -72,6 +74,8 @@ _MODULES: dict[str, str] = {
     "DocsignCreateFolderOperator": "folders",
     "DocsignExportEnvelopesOperator": "export",
     "DocsignArchiveSignedDocumentsOperator": "archive",
+    "DocsignBulkSendOperator": "bulk",
+    "DocsignBatchArchiveOperator": "archive_batch",
     "DocsignFieldPreviewOperator": "preview",
     "DocsignCreateEnvelopeFromTemplateOperator": "templates",
     "DocsignCreateTemplateOperator": "templates",
@@ -84,6 +88,8 @@ __all__ = [
     "DocsignAddFieldsOperator",
     "DocsignAddRecipientsOperator",
     "DocsignArchiveSignedDocumentsOperator",
+    "DocsignBatchArchiveOperator",
+    "DocsignBulkSendOperator",
     "DocsignCancelEnvelopeOperator",
     "DocsignCreateEnvelopeFromTemplateOperator",
     "DocsignCreateEnvelopeOperator",

@@ -9,7 +9,7 @@ Command line::
 
     python -m airflow_provider_docsign.sandbox --data-dir DIR --api-key KEY
         [--host 127.0.0.1] [--port 0] [--auto-sign-after SECONDS] [--max-file-mb 50]
-        [--rate-limit N] [--seal-delay 0.3]
+        [--rate-limit 1000] [--rate-window 60] [--seal-delay 0.3]
 
 It prints ``SANDBOX_URL=http://HOST:PORT/api/v2`` once it listens. ``--port 0`` picks a free port; the
 key may also come from ``$DOCSIGN_SANDBOX_API_KEY``.
@@ -30,7 +30,8 @@ Control API (same key, not under ``/api/v2`` and not in the request log): ``POST
 
 Fault actions (for the next ``count`` requests matching a method and a path relative to ``/api/v2``,
 where ``*`` matches one segment): ``status`` (reply with a status and the real error body, optionally
-with ``Retry-After``, without processing), ``delay``, ``drop_after_commit`` (process, then close the
+with ``Retry-After``, without processing), ``delay`` (before processing), ``delay_reply`` (process at
+once, answer later), ``drop_after_commit`` (process, then close the
 connection with no reply), ``drop_before``, ``wrong_content_type``, ``truncate`` and ``ignore_order``
 (item update-many applies titles but silently ignores order changes).
 """

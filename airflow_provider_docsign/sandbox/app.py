@@ -27,7 +27,7 @@ from . import (
     routes_webhooks,
 )
 from .errors import ApiError, not_found_route
-from .faults import SandboxMiddleware, Traffic
+from .faults import DEFAULT_RATE_LIMIT, DEFAULT_RATE_WINDOW, RateWindow, SandboxMiddleware, Traffic
 from .sealing import Sealer
 from .state import SandboxState
 from .store import Store
@@ -44,7 +44,8 @@ def create_app(
     *,
     max_file_mb: float = 50,
     auto_sign_after: float | None = None,
-    rate_limit: int | None = None,
+    rate_limit: int | None = DEFAULT_RATE_LIMIT,
+    rate_window: float = DEFAULT_RATE_WINDOW,
     seal_delay: float = 0.3,
     webhooks: list[tuple[str, str, str]] | None = None,
     webhook_ssrf_bypass_hosts: str | None = None,
@@ -56,7 +57,10 @@ def create_app(
     :param api_key: The team API key the sandbox accepts.
     :param max_file_mb: Per-file upload limit in MB (the real default is 50).
     :param auto_sign_after: Seconds after distribution at which every recipient signs, or None.
-    :param rate_limit: Enforce this many requests per minute (429 after); None only reports headers.
+    :param rate_limit: Requests per ``rate_window`` and client address, enforced as the real service
+        does (1,000 a minute by default: the 1,000th request of a window gets the real 429); ``0`` or
+        ``None`` only reports the ``X-RateLimit-*`` headers (for a limit of 1,000) and refuses nothing.
+    :param rate_window: The window's length in seconds (60 on the real service).
     :param seal_delay: Seconds between the last signature and the status change.
     :param webhooks: ``(url, secret, comma-separated events)`` subscriptions to start with.
     :param webhook_ssrf_bypass_hosts: Comma-separated hosts exempt from the private-address rule, as
@@ -66,7 +70,12 @@ def create_app(
         expires this long after the signing time (long-term validation tests); None: the ten-year one.
     """
     os.makedirs(data_dir, exist_ok=True)
-    traffic = Traffic(rate_limit=rate_limit or 1000, enforce_rate_limit=rate_limit is not None)
+    if (rate_limit is not None and rate_limit < 0) or rate_window <= 0:
+        raise ValueError("rate_limit must be >= 0 (0: not enforced) and rate_window > 0")
+    enforce = bool(rate_limit)
+    traffic = Traffic(
+        rate=RateWindow(limit=rate_limit or DEFAULT_RATE_LIMIT, window=float(rate_window), enforce=enforce)
+    )
     state = SandboxState(
         store=Store(data_dir),
         api_key=api_key,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import math
 import re
 import threading
 import time
@@ -31,6 +32,9 @@ API_PREFIX = "/api/v2"
 ACTIONS = (
     "status",
     "delay",
+    # Process the request at once, hold the answer back ``delay`` seconds: a client that dies meanwhile
+    # never learns that its write took effect (what a killed worker leaves behind).
+    "delay_reply",
     "drop_after_commit",
     "drop_before",
     "wrong_content_type",
@@ -88,17 +92,61 @@ def compile_path(path: str) -> re.Pattern[str]:
     return re.compile("^" + "/".join(parts) + "/?$")
 
 
+#: The real service's window for ``/api/v2`` (``apiV2RateLimit``, Documenso v2.17): 1,000 requests a
+#: minute per client address, in fixed buckets aligned to the epoch.
+DEFAULT_RATE_LIMIT = 1000
+DEFAULT_RATE_WINDOW = 60.0
+
+
+@dataclass
+class RateWindow:
+    """The real service's fixed-window limiter, per client address (pure bookkeeping, thread-safe).
+
+    Like ``createRateLimit`` in Documenso (``packages/lib/server-only/rate-limit/rate-limit.ts``):
+    every request adds one to its client's counter for the current bucket (``now - now % window``),
+    including refused ones, and a request is refused when the counter **reaches** the limit, so a
+    limit of 1,000 lets 999 requests through per bucket. ``remaining`` is ``limit - count`` (0 on a
+    refusal) and ``reset`` the end of the bucket in epoch seconds, rounded up.
+
+    :param limit: Requests per window.
+    :param window: The window's length in seconds.
+    :param enforce: Refuse requests over the limit; ``False`` only reports the headers.
+    """
+
+    limit: int = DEFAULT_RATE_LIMIT
+    window: float = DEFAULT_RATE_WINDOW
+    enforce: bool = True
+    _counts: dict[str, tuple[int, int]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def count(self, client: str, now: float | None = None) -> tuple[int, int, bool]:
+        """Count one request of ``client``: ``(remaining, reset epoch seconds, refused)``."""
+        now = time.time() if now is None else now
+        bucket = int(now // self.window)
+        with self._lock:
+            seen_bucket, count = self._counts.get(client, (bucket, 0))
+            count = count + 1 if seen_bucket == bucket else 1
+            if len(self._counts) > 10_000:  # old clients' buckets, so the map cannot grow forever
+                self._counts = {k: v for k, v in self._counts.items() if v[0] == bucket}
+            self._counts[client] = (bucket, count)
+        refused = self.enforce and count >= self.limit
+        reset = math.ceil((bucket + 1) * self.window)
+        return (0 if refused else max(0, self.limit - count)), reset, refused
+
+
 @dataclass
 class Traffic:
-    """Shared, thread-safe fault list, request log and rate-limit counter."""
+    """Shared, thread-safe fault list, request log and rate-limit window."""
 
-    rate_limit: int = 1000
-    enforce_rate_limit: bool = False
+    rate: RateWindow = field(default_factory=RateWindow)
     faults: list[Fault] = field(default_factory=list)
     log: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    _bucket: int = 0
-    _count: int = 0
+
+    @property
+    def rate_limit(self) -> int:
+        """Requests allowed per window (the ``X-RateLimit-Limit`` header)."""
+        return self.rate.limit
 
     def add_fault(self, spec: dict[str, Any]) -> Fault:
         """Register a fault from a control-API body; raises ValueError on bad input."""
@@ -113,8 +161,8 @@ class Traffic:
         status = spec.get("status")
         if action == "status" and status is None:
             raise ValueError("action 'status' needs a status")
-        if action == "delay" and spec.get("delay") is None:
-            raise ValueError("action 'delay' needs a delay in seconds")
+        if action in ("delay", "delay_reply") and spec.get("delay") is None:
+            raise ValueError(f"action {action!r} needs a delay in seconds")
         fault = Fault(
             id=f"fault_{next(_fault_ids)}",
             method=method,
@@ -150,32 +198,22 @@ class Traffic:
 
     def record(self, method: str, path: str, status: int, note: dict[str, Any] | None = None) -> None:
         """Append one ``/api/v2`` request to the log (with what the route noted, under ``body``)."""
-        entry: dict[str, Any] = {"method": method, "path": path, "status": status}
+        entry: dict[str, Any] = {"method": method, "path": path, "status": status, "at": time.time()}
         if note:
             entry["body"] = json.loads(json.dumps(note))
         with self.lock:
             self.log.append(entry)
 
-    def requests(self, bodies: bool = False) -> list[dict[str, Any]]:
-        """A copy of the request log (with the noted request ``body`` parts only when asked)."""
+    def requests(self, bodies: bool = False, *, times: bool = False) -> list[dict[str, Any]]:
+        """A copy of the request log (the noted ``body`` parts and the ``at`` times only when asked)."""
+        hidden = {k for k, shown in (("body", bodies), ("at", times)) if not shown}
         with self.lock:
-            return [{k: v for k, v in r.items() if bodies or k != "body"} for r in self.log]
+            return [{k: v for k, v in r.items() if k not in hidden} for r in self.log]
 
     def clear_requests(self) -> None:
         """Empty the request log."""
         with self.lock:
             self.log.clear()
-
-    def count_request(self) -> tuple[int, int, bool]:
-        """Count a request in the fixed one-minute bucket: (remaining, reset epoch, over the limit)."""
-        now = time.time()
-        bucket = int(now // 60)
-        with self.lock:
-            if bucket != self._bucket:
-                self._bucket, self._count = bucket, 0
-            self._count += 1
-            over = self.enforce_rate_limit and self._count > self.rate_limit
-            return max(0, self.rate_limit - self._count), (bucket + 1) * 60, over
 
 
 def _transport(send: Send) -> Any:
@@ -239,7 +277,8 @@ class SandboxMiddleware:
         extra = {"access-control-allow-origin": "*"}
         over, reset = False, 0
         if is_api:
-            remaining, reset, over = self.traffic.count_request()
+            client = scope.get("client")
+            remaining, reset, over = self.traffic.rate.count(str(client[0]) if client else "unknown")
             extra.update(
                 {
                     "x-ratelimit-limit": str(self.traffic.rate_limit),
@@ -277,7 +316,8 @@ class SandboxMiddleware:
         try:
             if over:
                 await _drain(receive)
-                retry = max(1, int(reset - time.time()))
+                # Real service: Retry-After is the bucket's remaining time in whole seconds, at least 1.
+                retry = max(1, math.ceil(reset - time.time()))
                 await self._reply(send_with_headers, 429, RATE_LIMIT_BODY, {"retry-after": str(retry)})
             elif fault is None:
                 await self.app(scope, receive, send_with_headers)
@@ -324,6 +364,16 @@ class SandboxMiddleware:
         elif action == "delay":
             await asyncio.sleep(float(fault.delay or 0))
             await self.app(scope, receive, send)
+        elif action == "delay_reply":
+            held: list[Message] = []
+
+            async def hold(message: Message) -> None:
+                held.append(message)
+
+            await self.app(scope, receive, hold)
+            await asyncio.sleep(float(fault.delay or 0))
+            for message in held:
+                await send(message)
         elif action == "drop_before":
             await _abort(raw_send)
         elif action == "drop_after_commit":

@@ -193,11 +193,13 @@ async def requests_log(request: Request) -> Response:
     """The ``/api/v2`` request log: ``[{method, path, status}]`` in order.
 
     ``?bodies=true`` adds ``body``: the parts of a request body its route notes (``meta`` of create
-    and update, ``override`` of use, the whole body of redistribute and cancel).
+    and update, ``override`` of use, the whole body of redistribute and cancel). ``?times=true`` adds
+    ``at``: when the answer started (epoch seconds), for rates per rate-limit window.
     """
     authenticate(request, "sandbox.requests")
     bodies = request.query_params.get("bodies") == "true"
-    return ok({"data": state_of(request).traffic.requests(bodies)})
+    times = request.query_params.get("times") == "true"
+    return ok({"data": state_of(request).traffic.requests(bodies, times=times)})
 
 
 @router.post("/requests/clear")

@@ -54,7 +54,13 @@ class SandboxServer:
     :param auto_sign_after: Sign every recipient this many seconds after distribution (None: never).
     :param max_file_mb: Per-file upload limit in MB (50, as on the real service).
     :param startup_timeout: Seconds to wait for the server to listen.
-    :param extra_args: More command-line arguments for the sandbox process.
+    :param rate_limit: Enforce the real service's per-client window of this many requests per
+        ``rate_window`` seconds (``1000`` is the real limit). ``None`` (the default here, unlike
+        ``docsign sandbox``) only reports the ``X-RateLimit-*`` headers: the test suite's shared sandbox
+        takes far more than 1,000 requests a minute, and a test of the limit starts its own.
+    :param rate_window: The window in seconds (60, as on the real service).
+    :param extra_args: More command-line arguments for the sandbox process (they come last, so they
+        win over the options above).
     :param webhook_ssrf_bypass_hosts: Comma-separated webhook hosts exempt from the private-address
         refusal (the instance's ``NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS``, passed in that variable),
         e.g. ``"127.0.0.1"`` for a receiver on loopback. ``None``: none, whatever this process's
@@ -73,6 +79,8 @@ class SandboxServer:
         startup_timeout: float = 30.0,
         extra_args: list[str] | None = None,
         webhook_ssrf_bypass_hosts: str | None = None,
+        rate_limit: int | None = None,
+        rate_window: float = 60.0,
     ) -> None:
         self.data_dir = Path(data_dir)
         self._api_key = api_key
@@ -83,6 +91,8 @@ class SandboxServer:
         self.startup_timeout = startup_timeout
         self.extra_args = list(extra_args or [])
         self.webhook_ssrf_bypass_hosts = webhook_ssrf_bypass_hosts
+        self.rate_limit = rate_limit
+        self.rate_window = rate_window
         self._proc: subprocess.Popen[bytes] | None = None
         self._base_url: str | None = None
         self._session: requests.Session | None = None
@@ -114,6 +124,7 @@ class SandboxServer:
         ]
         if self.auto_sign_after is not None:
             cmd += ["--auto-sign-after", str(self.auto_sign_after)]
+        cmd += ["--rate-limit", str(self.rate_limit or 0), "--rate-window", str(self.rate_window)]
         cmd += self.extra_args
         env = dict(os.environ, DOCSIGN_SANDBOX_API_KEY=self._api_key, PYTHONUNBUFFERED="1")
         env[BYPASS_ENV] = self.webhook_ssrf_bypass_hosts or ""
@@ -298,7 +309,8 @@ class SandboxServer:
     ) -> str:
         """Apply a fault to the next ``count`` requests matching ``method`` and ``path`` (under /api/v2).
 
-        ``*`` in ``path`` matches one segment. Actions: ``status``, ``delay``, ``drop_after_commit``,
+        ``*`` in ``path`` matches one segment. Actions: ``status``, ``delay`` (before processing),
+        ``delay_reply`` (process at once, answer ``delay`` seconds later), ``drop_after_commit``,
         ``drop_before``, ``wrong_content_type``, ``truncate``, ``ignore_order``, and for a sealed
         item's ``version=signed`` download ``tamper_signed``, ``unsigned``, ``modified_after_signing``.
         Returns the fault id.
@@ -320,16 +332,17 @@ class SandboxServer:
         """Remove all pending faults."""
         self._control("POST", "/faults/clear")
 
-    def requests(self, bodies: bool = False) -> list[dict[str, Any]]:
+    def requests(self, bodies: bool = False, *, times: bool = False) -> list[dict[str, Any]]:
         """``[{"method", "path", "status"}]`` of ``/api/v2`` requests so far, in order.
 
         ``path`` is relative to ``/api/v2`` (no query string). ``status`` is what the server answered; for
         ``drop_after_commit`` it is the status of the committed (never delivered) answer, and 0 when no
         answer was produced at all (``drop_before``). With ``bodies=True`` an entry also has ``body``: the
         parts of the request body its route notes (``meta`` of create/update, ``override`` of use, the
-        body of redistribute and cancel).
+        body of redistribute and cancel). With ``times=True`` it also has ``at``: when the answer
+        started, in epoch seconds.
         """
-        params = {"bodies": "true"} if bodies else None
+        params = {k: "true" for k, on in (("bodies", bodies), ("times", times)) if on} or None
         return list(self._control("GET", "/requests", params=params)["data"])
 
     def clear_requests(self) -> None:

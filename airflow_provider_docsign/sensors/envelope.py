@@ -83,7 +83,13 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
     :param envelope_id: The envelope to wait for (templated). A dict with ``envelope_id`` (as returned
         by ``DocsignCreateEnvelopeOperator``) is accepted too.
     :param envelope_ids: Many envelopes (templated): a list of ids or of such dicts, for example the
-        XCom of a mapped create task (``create.output``). Pass exactly one of the two.
+        XCom of a mapped create task (``create.output``).
+    :param result_table: A bulk campaign's result table (templated): the URI, path or
+        ``ObjectStoragePath`` that :class:`~airflow_provider_docsign.operators.DocsignBulkSendOperator`
+        wrote (its XCom's ``result_table``). The sensor waits for the envelopes of its ``sent`` rows,
+        and its XCom is then a summary, ``{"result_table", "envelopes", "status"}``, not one entry per
+        envelope. A table without sent rows succeeds at once. Pass exactly one of ``envelope_id``,
+        ``envelope_ids`` and ``result_table``.
     :param target_status: The status every envelope must reach.
     :param failure_statuses: Statuses that fail the task at once.
     :param on_expired: ``"fail"`` (default) or ``"wait"``: what to do when a recipient's signing link
@@ -97,7 +103,7 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
     :param kwargs: Passed to ``BaseSensorOperator`` (``mode``, ``soft_fail``, ``exponential_backoff``...).
     """
 
-    template_fields: Sequence[str] = ("envelope_id", "envelope_ids")
+    template_fields: Sequence[str] = ("envelope_id", "envelope_ids", "result_table")
     ui_color = "#e8f4f8"
 
     def __init__(
@@ -105,6 +111,7 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
         *,
         envelope_id: Any = None,
         envelope_ids: Any = None,
+        result_table: Any = None,
         target_status: str = "COMPLETED",
         failure_statuses: Sequence[str] = ("REJECTED", "CANCELLED"),
         on_expired: str = "fail",
@@ -114,15 +121,23 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
         timeout: float | timedelta | None = None,
         **kwargs: Any,
     ) -> None:
-        if envelope_id is not None and envelope_ids is not None:
-            raise ValueError("DocsignEnvelopeSensor: pass either envelope_id or envelope_ids, not both")
-        if envelope_id is None and envelope_ids is None:
-            raise ValueError("DocsignEnvelopeSensor: pass envelope_id or envelope_ids")
+        given = [
+            n for n, v in (("envelope_id", envelope_id), ("envelope_ids", envelope_ids)) if v is not None
+        ]
+        if result_table is not None:
+            given.append("result_table")
+        if len(given) > 1:
+            raise ValueError(
+                f"DocsignEnvelopeSensor: pass one of envelope_id, envelope_ids and result_table, not {given}"
+            )
+        if not given:
+            raise ValueError("DocsignEnvelopeSensor: pass envelope_id, envelope_ids or result_table")
         if timeout is not None:
             kwargs["timeout"] = timeout
         super().__init__(poke_interval=poke_interval, **kwargs)
         self.envelope_id = envelope_id
         self.envelope_ids = envelope_ids
+        self.result_table = result_table
         # Checked now, so a typo fails when the DAG is parsed rather than days later.
         self.target_status, self.failure_statuses = normalize_statuses(target_status, failure_statuses)
         if on_expired not in ON_EXPIRED:
@@ -142,11 +157,33 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
     # ----------------------------------------------------------------------------------------- rules
     def _ids(self) -> list[str]:
         try:
+            if self.result_table is not None:
+                return self._table_ids()
             return normalize_envelope_ids(self.envelope_id, self.envelope_ids)
         except ValueError as error:
             raise AirflowFailException(f"{self.task_id}: {error}") from error
 
-    def _apply(self, verdict: Verdict) -> list[dict[str, Any]] | None:
+    def _table_ids(self) -> list[str]:
+        """The sent envelopes of the bulk result table (read once per task run)."""
+        cached: list[str] | None = getattr(self, "_table_cache", None)
+        if cached is not None:
+            return cached
+        from airflow_provider_docsign.bulk import OUTPUT_FORMATS, format_of, sent_envelope_ids
+        from airflow_provider_docsign.bulk_store import resolve_path
+
+        try:
+            path = resolve_path(self.result_table, "result_table")
+            ids = sent_envelope_ids(path, format_of(path, None, OUTPUT_FORMATS, "result_table"))
+        except (OSError, TypeError) as error:
+            raise ValueError(f"the result table {self.result_table!r} cannot be read: {error}") from error
+        self._table_cache = ids
+        self.log.info("Waiting for the %d sent envelope(s) of %s", len(ids), self.result_table)
+        return ids
+
+    def _table_summary(self, count: int) -> dict[str, Any]:
+        return {"result_table": str(self.result_table), "envelopes": count, "status": self.target_status}
+
+    def _apply(self, verdict: Verdict) -> Any:
         """Raise on failure, return the XCom value on success, ``None`` while waiting."""
         if verdict.outcome == "failure":
             if verdict.expired:
@@ -154,6 +191,8 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
             raise AirflowFailException(verdict.message)
         if verdict.outcome == "success":
             self.log.info("%s", verdict.message)
+            if self.result_table is not None:  # a campaign: counts, not one entry per envelope
+                return self._table_summary(len(verdict.states))
             return verdict.xcom_value()
         self.log.info("Waiting: %s", verdict.message)
         return None
@@ -162,6 +201,9 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
     def poke(self, context: Context) -> bool | PokeReturnValue:
         """Read every envelope once (ceil(N / 20) requests) and decide: done, failed or not yet."""
         ids = self._ids()
+        if not ids:  # a campaign table without a sent row: nothing to wait for
+            self.log.info("The result table %s has no sent envelope: nothing to wait for", self.result_table)
+            return PokeReturnValue(is_done=True, xcom_value=self._table_summary(0))
         target, failures = self.target_status, self.failure_statuses
         try:
             envelopes = self.hook.get_envelopes(ids)
@@ -215,7 +257,7 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
             ),
         )
 
-    def execute_complete(self, context: Context, event: Any = None) -> list[dict[str, Any]]:
+    def execute_complete(self, context: Context, event: Any = None) -> Any:
         """Check the trigger's event and finish exactly as poke mode would (same result, same errors)."""
         ids = self._ids()
         target, failures = self.target_status, self.failure_statuses

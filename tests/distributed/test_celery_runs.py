@@ -1,6 +1,6 @@
 """The example DAGs, unchanged, on two Celery workers that share only the broker, the database and S3.
 
-The contract DAG and the bulk DAG (50 customers, mapped) run at the same time. Their task instances
+The contract DAG and the mapped bulk DAG (50 customers) run at the same time. Their task instances
 are spread over both workers (by the hostname recorded in ``task_instance``); the deferred sensors'
 triggers run in the triggerer (their logs are written by it, not by a worker); every archived object
 on S3 equals the signed bytes the sandbox serves. A rejection fails at the sensor and archives nothing.
@@ -35,22 +35,24 @@ def test_contract_and_bulk_run_on_both_workers(
         for n in range(BULK_CUSTOMERS)
     ]
     contract = api.trigger("docsign_contract_signing", archive_dir=archive_prefix("celery-contract"))
-    bulk = api.trigger("docsign_bulk_signing", customers=customers, archive_dir=archive_prefix("celery-bulk"))
+    bulk = api.trigger(
+        "docsign_bulk_signing_mapped", customers=customers, archive_dir=archive_prefix("celery-bulk")
+    )
 
-    for dag_id, run_id in (("docsign_contract_signing", contract), ("docsign_bulk_signing", bulk)):
+    for dag_id, run_id in (("docsign_contract_signing", contract), ("docsign_bulk_signing_mapped", bulk)):
         state = api.finish(dag_id, run_id)
         states = {(t["task_id"], t["map_index"]): t["state"] for t in api.task_instances(dag_id, run_id)}
         assert state == "success", {k: v for k, v in states.items() if v != "success"}
         assert set(states.values()) == {"success"}
 
-    bulk_hosts = hostnames(db, "docsign_bulk_signing", bulk)
+    bulk_hosts = hostnames(db, "docsign_bulk_signing_mapped", bulk)
     assert sum(1 for task_id, _ in bulk_hosts if task_id == "create_envelope") == BULK_CUSTOMERS
     all_hosts = set(bulk_hosts.values()) | set(hostnames(db, "docsign_contract_signing", contract).values())
     assert all_hosts == {"worker1.stack.test", "worker2.stack.test"}
 
     # The sensors deferred: their triggers ran in the triggerer, whose log folder holds the polls;
     # no worker wrote a trigger log.
-    for dag_id, run_id in (("docsign_contract_signing", contract), ("docsign_bulk_signing", bulk)):
+    for dag_id, run_id in (("docsign_contract_signing", contract), ("docsign_bulk_signing_mapped", bulk)):
         (trigger_log,) = _trigger_logs(stack, dag_id, run_id, "airflow-home")
         assert "reached COMPLETED" in trigger_log
         assert not _trigger_logs(stack, dag_id, run_id, "hosts")

@@ -14,6 +14,7 @@ DAGS_FOLDER = Path(__file__).resolve().parents[2] / "dags_examples"
 EXAMPLE_DAG_IDS = {
     "docsign_contract_signing",
     "docsign_bulk_signing",
+    "docsign_bulk_signing_mapped",
     "docsign_contract_metrics",
     "docsign_folders",
     "docsign_rejected_signer",

@@ -112,7 +112,7 @@ def test_bulk_signing_maps_one_envelope_per_customer(
         {"id": "K-3", "name": "Kim Three", "email": "kim3@example.test"},
         {"id": "K-4", "name": "Kim Four", "email": "kim4@example.test"},
     ]
-    dag_run = run_example("docsign_bulk_signing", customers=customers, **example_env)
+    dag_run = run_example("docsign_bulk_signing_mapped", customers=customers, **example_env)
 
     assert _state(dag_run.state) == "success"
     states = task_states(dag_run)

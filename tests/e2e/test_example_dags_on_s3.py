@@ -79,12 +79,37 @@ def test_contract_signing_renders_to_and_archives_on_s3(
     assert originals == on_s3
 
 
-def test_bulk_signing_renders_to_and_archives_on_s3(
+def test_bulk_campaign_keeps_rows_results_checkpoint_and_archive_on_s3(
+    s3_env: dict[str, Any], autosign_sandbox: SandboxServer
+) -> None:
+    client = s3_env.pop("client")
+    customers = [
+        {"id": f"S-{n}", "name": f"Sam {n}", "email": f"sam{n}@example.test", "company": f"Co {n}"}
+        for n in range(3)
+    ]
+    dag_run = run_example("docsign_bulk_signing", customers=customers, **s3_env)
+
+    assert set(task_states(dag_run).values()) == {"success"}, task_states(dag_run)
+    names = {key.rsplit("/", 1)[-1] for key in _keys(client, WORK)}
+    assert names == {"rows.jsonl", "results.jsonl", "results.jsonl.checkpoint.json", "report.json"}
+    (results_key,) = [k for k in _keys(client, WORK) if k.endswith("/results.jsonl")]
+    table = [
+        json.loads(line)
+        for line in client.get_object(Bucket=WORK, Key=results_key)["Body"].read().splitlines()
+    ]
+    assert [r["status"] for r in table] == ["sent"] * 3
+    manifests = _manifests(client)
+    assert sorted(m["envelope_id"] for m in manifests) == sorted(r["envelope_id"] for r in table)
+    for manifest in manifests:
+        _assert_signed_bytes(client, autosign_sandbox, manifest)
+
+
+def test_bulk_signing_mapped_renders_to_and_archives_on_s3(
     s3_env: dict[str, Any], autosign_sandbox: SandboxServer
 ) -> None:
     client = s3_env.pop("client")
     customers = [{"id": f"S-{n}", "name": f"Sam {n}", "email": f"sam{n}@example.test"} for n in range(3)]
-    dag_run = run_example("docsign_bulk_signing", customers=customers, **s3_env)
+    dag_run = run_example("docsign_bulk_signing_mapped", customers=customers, **s3_env)
 
     assert set(task_states(dag_run).values()) == {"success"}, task_states(dag_run)
     assert len(_keys(client, WORK)) == 3

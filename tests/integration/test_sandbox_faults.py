@@ -90,6 +90,26 @@ def test_delay_then_normal_answer(sandbox: SandboxServer, make_pdf: Callable[...
     assert get(sandbox, f"/envelope/{env_id}").status_code == 200
 
 
+def test_delay_reply_processes_at_once_and_answers_late(
+    sandbox: SandboxServer, make_pdf: Callable[..., Path]
+) -> None:
+    """A client that gives up before the answer never learns that its create took effect."""
+    import json
+
+    pdf = make_pdf("fdelayreply.pdf")
+    sandbox.inject_fault("POST", "/envelope/create", "delay_reply", delay=3)
+    payload = {"type": "DOCUMENT", "title": "Late answer", "externalId": "fault-delay-reply"}
+    with pdf.open("rb") as fh, pytest.raises(requests.Timeout):
+        requests.post(
+            f"{sandbox.base_url}/envelope/create",
+            headers=auth(sandbox),
+            data={"payload": json.dumps(payload)},
+            files=[("files", (pdf.name, fh, "application/pdf"))],
+            timeout=(5, 1),
+        )
+    assert _find(sandbox, "fault-delay-reply") == 1  # created, though the client heard nothing
+
+
 def test_wrong_content_type_on_download(sandbox: SandboxServer, make_pdf: Callable[..., Path]) -> None:
     env_id = create_id(sandbox, [make_pdf("fctype.pdf")])
     item = envelope(sandbox, env_id)["envelopeItems"][0]["id"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from test_sandbox_helpers import auth, create, create_id, envelope, get, post
+from test_sandbox_helpers import create, create_id, envelope, get, post
 
 from airflow_provider_docsign.samples import write_sample_pdf
 from airflow_provider_docsign.sandbox import SandboxServer
@@ -129,40 +129,32 @@ def test_common_headers(tmp_path: Path) -> None:
 
 
 def test_enforced_rate_limit(tmp_path: Path) -> None:
-    with SandboxServer(
-        tmp_path / "rl", api_key="api_ratelimittest000", extra_args=["--rate-limit", "3"]
-    ) as sb:
-        statuses = [get(sb, "/envelope").status_code for _ in range(5)]
-        blocked = get(sb, "/envelope")
-    assert statuses[:3] == [200, 200, 200]
-    assert statuses[3:] == [429, 429]
+    """The real limiter's shape: the request that brings the count to the limit is the first refused."""
+    with SandboxServer(tmp_path / "rl", api_key="api_ratelimittest000", rate_limit=3, rate_window=3600) as sb:
+        first = get(sb, "/envelope")
+        for _ in range(3):
+            sb.requests()  # the control API is not counted against the window
+        answers = [first] + [get(sb, "/envelope") for _ in range(3)]
+    assert [a.status_code for a in answers] == [200, 200, 429, 429]
+    assert [int(a.headers["x-ratelimit-remaining"]) for a in answers] == [2, 1, 0, 0]
+    assert {a.headers["x-ratelimit-limit"] for a in answers} == {"3"}
+    resets = {int(a.headers["x-ratelimit-reset"]) for a in answers}
+    assert len(resets) == 1
+    assert resets.pop() % 3600 == 0
+    blocked = answers[-1]
     assert blocked.json() == {"error": "Too many requests, please try again later."}
-    assert int(blocked.headers["retry-after"]) >= 1
-    assert blocked.headers["x-ratelimit-remaining"] == "0"
+    assert blocked.headers["content-type"].startswith("application/json")
+    assert 1 <= int(blocked.headers["retry-after"]) <= 3600
+    assert "retry-after" not in answers[1].headers
 
 
-def test_upload_refusals_leave_no_envelope_or_spool(
-    sandbox: SandboxServer, make_pdf: Callable[..., Path], tmp_path: Path
-) -> None:
-    fake = tmp_path / "fake.pdf"
-    fake.write_bytes(b"%PDF-1.7 but not really a pdf")
-    resp = create(sandbox, [fake], external_id="refused-upload")
-    assert resp.status_code == 400
-    assert resp.json()["data"]["code"] == "INVALID_DOCUMENT_FILE"
-    assert get(sandbox, "/envelope", params={"query": "refused-upload"}).json()["count"] == 0
-    spool = sandbox.data_dir / "tmp"
-    assert [p for p in spool.iterdir()] == []
-
-
-def test_auth_header_is_checked_before_reading_an_upload(
-    sandbox: SandboxServer, make_pdf: Callable[..., Path]
-) -> None:
-    pdf = make_pdf("noauth.pdf")
-    resp = requests.post(
-        sandbox.base_url + "/envelope/create",
-        files=[("payload", (None, "{}")), ("files", ("noauth.pdf", pdf.read_bytes(), "application/pdf"))],
-        timeout=30,
-    )
-    assert resp.status_code == 401
-    assert resp.json()["message"] == "Invalid session or API token."
-    assert auth(sandbox)["Authorization"].endswith(sandbox.api_key)
+def test_rate_limit_off_reports_headers_only(tmp_path: Path) -> None:
+    with SandboxServer(tmp_path / "off", api_key="api_ratelimittest001") as sb:
+        answers = [get(sb, "/envelope") for _ in range(3)]
+        plain, timed = sb.requests(), sb.requests(times=True)
+    assert [a.status_code for a in answers] == [200, 200, 200]
+    assert all("at" not in r for r in plain)
+    times = [r.pop("at") for r in timed]
+    assert timed == plain
+    assert times == sorted(times)
+    assert [a.headers["x-ratelimit-limit"] for a in answers] == ["1000"] * 3

@@ -39,10 +39,12 @@ def _state(envelope_id: str, status: str, **extra: Any) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------- construction
 def test_constructor_needs_exactly_one_id_argument() -> None:
-    with pytest.raises(ValueError, match="pass envelope_id or envelope_ids"):
+    with pytest.raises(ValueError, match="pass envelope_id, envelope_ids or result_table"):
         _sensor()
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(ValueError, match=r"not \['envelope_id', 'envelope_ids'\]"):
         _sensor(envelope_id="envelope_a", envelope_ids=["envelope_b"])
+    with pytest.raises(ValueError, match=r"not \['envelope_ids', 'result_table'\]"):
+        _sensor(envelope_ids=["envelope_b"], result_table="s3://bucket/results.jsonl")
 
 
 def test_constructor_checks_statuses_at_parse_time() -> None:
@@ -67,7 +69,7 @@ def test_construction_makes_no_hook_and_keeps_defaults() -> None:
     assert sensor.failure_statuses == ["REJECTED", "CANCELLED"]
     assert sensor.poke_interval == 60
     assert sensor.deferrable is False  # [operators] default_deferrable is not set in tests
-    assert set(sensor.template_fields) == {"envelope_id", "envelope_ids"}
+    assert set(sensor.template_fields) == {"envelope_id", "envelope_ids", "result_table"}
 
 
 def test_default_deferrable_follows_airflow_config(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from airflow_provider_docsign.hooks._http import RateLimit, parse_rate_limit
-from airflow_provider_docsign.hooks._pacing import MAX_BACKOFF, MAX_PAUSE, Pacer
+from airflow_provider_docsign.hooks._pacing import MAX_BACKOFF, MAX_PAUSE, Pacer, SharedPacer
 
 NOW = 1_800_000_000.0
 
@@ -63,3 +65,102 @@ def test_429_honours_retry_after_and_otherwise_backs_off() -> None:
     assert pacer.on_throttled(NOW, None) == 1.0
     # A huge Retry-After is capped: a wait must always end.
     assert Pacer().on_throttled(NOW, 10**9) == MAX_PAUSE
+
+
+# -- SharedPacer: many threads, one window ---------------------------------------------------------
+
+
+class FakeClock:
+    """A clock that moves only when someone sleeps (so the test measures waits, not wall time)."""
+
+    def __init__(self, start: float = NOW) -> None:
+        self.now = start
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_shared_pacer_lets_requests_out_at_full_speed_while_the_window_is_comfortable() -> None:
+    clock = FakeClock()
+    pacer = SharedPacer(clock=clock, sleep=clock.sleep)
+    pacer.observe(RateLimit(limit=1000, remaining=900, reset=NOW + 60))
+    assert [pacer.acquire() for _ in range(100)] == [0.0] * 100
+    assert pacer.requests == 100
+    # Each request was counted against the window before any answer came back.
+    assert pacer.rate_limit == RateLimit(limit=1000, remaining=800, reset=NOW + 60)
+
+
+def test_shared_pacer_spreads_the_low_part_of_the_window_and_stops_at_the_reserve() -> None:
+    clock = FakeClock()
+    pacer = SharedPacer(clock=clock, sleep=clock.sleep)
+    pacer.observe(RateLimit(limit=1000, remaining=200, reset=NOW + 60))
+    sent_at = []
+    for _ in range(100):
+        pacer.acquire()
+        sent_at.append(clock.now)
+    # 200 left, 100 in reserve: the 100 spread evenly over the minute, the last one at the reset.
+    assert sent_at[-1] == pytest.approx(NOW + 60)
+    gaps = [b - a for a, b in itertools.pairwise(sent_at)]
+    assert min(gaps) == pytest.approx(0.6)
+    assert max(gaps) == pytest.approx(0.6)
+    # One more with the reserve reached and the window not yet over: it waits for the reset.
+    pacer.observe(RateLimit(limit=1000, remaining=100, reset=NOW + 120))
+    assert pacer.acquire() == pytest.approx(60)
+
+
+def test_shared_pacer_keeps_the_smallest_remaining_of_one_window_and_ignores_old_windows() -> None:
+    pacer = SharedPacer()
+    pacer.observe(RateLimit(limit=1000, remaining=500, reset=NOW + 60))
+    pacer.observe(RateLimit(limit=1000, remaining=507, reset=NOW + 60))  # an earlier request answered late
+    assert pacer.rate_limit == RateLimit(limit=1000, remaining=500, reset=NOW + 60)
+    pacer.observe(RateLimit(limit=1000, remaining=499, reset=NOW))  # from the window before: ignored
+    assert pacer.rate_limit == RateLimit(limit=1000, remaining=500, reset=NOW + 60)
+    pacer.observe(RateLimit(limit=1000, remaining=999, reset=NOW + 120))  # the next window
+    assert pacer.rate_limit == RateLimit(limit=1000, remaining=999, reset=NOW + 120)
+
+
+def test_a_429_seen_by_one_thread_pauses_every_thread() -> None:
+    clock = FakeClock()
+    pacer = SharedPacer(clock=clock, sleep=clock.sleep)
+    assert pacer.on_throttled(7.0) == 7.0
+    # Any thread's next request waits for the pause; the requests after it do not wait again.
+    assert pacer.acquire() == pytest.approx(7.0)
+    assert pacer.acquire() == 0.0
+    assert pacer.throttled == 1
+
+
+def test_shared_pacer_serialises_real_threads_through_one_window() -> None:
+    import threading
+
+    clock = FakeClock()
+    lock = threading.Lock()
+
+    def sleep(seconds: float) -> None:
+        with lock:
+            clock.sleep(seconds)
+
+    pacer = SharedPacer(clock=clock, sleep=sleep)
+    pacer.observe(RateLimit(limit=100, remaining=99, reset=NOW + 60))
+    got: list[float] = []
+
+    def worker() -> None:
+        for _ in range(25):
+            pacer.acquire()
+            with lock:
+                got.append(clock.now)
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert len(got) == 200
+    # 99 left, 10 in reserve: at most 89 before the reset, in total across the 8 threads (a thread may
+    # note its time a little after its request was let out, so fewer may be counted).
+    assert 80 <= sum(1 for t in got if t < NOW + 60) <= 89
+    assert pacer.requests == 200

@@ -1,0 +1,466 @@
+"""Bulk sending: a campaign's rows, what each row sends, and its local checks (pure code, no network).
+
+A campaign is a table with one row per envelope. Each row has a key (the ``row_key`` column, or the
+column the operator names) and either
+
+* a **template** (a ``template_id`` column, or the operator's ``template_id``): the envelope is made
+  with ``POST /envelope/use`` (one request, sent at once); or
+* **PDFs** (a ``files`` column, or the operator's ``files``): ``POST /envelope/create`` then
+  ``POST /envelope/distribute`` (two requests).
+
+The other columns a row may carry are ``recipients``, ``prefill_fields``, ``files``, ``title`` and
+``meta`` (in a CSV, lists and objects are JSON text). Where a row has no such column, the operator's
+argument of the same name is used, with ``{column}`` in its strings replaced by the row's values
+(``title="Renewal for {name}"``, ``recipients=[{"placeholder": "Customer", "email": "{email}"}]``).
+
+Every row is checked with the same validators the single-envelope operators use
+(:func:`~airflow_provider_docsign.payloads.validate_create_payload`,
+:func:`~airflow_provider_docsign.templates.validate_use_payload`) before the first envelope is sent.
+Each row's ``externalId`` is ``<campaign id>(<row key>)``: unique per campaign and row, and closed by
+``)`` so that the service's substring search for one row does not also match every longer key (and
+free of ``[``, ``*`` and ``?``, which object stores' path globbing would take for patterns when the
+archive names folders after it).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import string
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_provider_docsign._sources import open_source, to_path_like
+from airflow_provider_docsign.exceptions import (
+    DocsignAmbiguousWriteError,
+    DocsignAPIError,
+    DocsignAuthError,
+    DocsignConnectionError,
+    DocsignError,
+    DocsignRateLimitError,
+    DocsignServerError,
+    DocsignValidationError,
+)
+from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
+from airflow_provider_docsign.export import Column
+from airflow_provider_docsign.models import Envelope
+from airflow_provider_docsign.payloads import control_character_problems, validate_create_payload
+from airflow_provider_docsign.templates import validate_use_payload
+
+__all__ = [
+    "INPUT_FORMATS",
+    "OUTPUT_FORMATS",
+    "RESULT_COLUMNS",
+    "RESULT_STATUSES",
+    "BulkConfigError",
+    "CampaignPlan",
+    "classify_error",
+    "default_max_failures",
+    "format_of",
+    "read_rows",
+    "sent_envelope_ids",
+]
+
+INPUT_FORMATS = ("csv", "jsonl", "parquet")
+OUTPUT_FORMATS = ("jsonl", "parquet")
+#: The statuses a row ends with in the result table.
+RESULT_STATUSES = ("sent", "created", "invalid", "failed")
+#: Columns a row may carry (besides its key); the rest are only values for ``{column}`` placeholders.
+ROW_FIELDS = ("template_id", "recipients", "prefill_fields", "files", "title", "meta")
+#: Columns holding lists or objects: JSON text in a CSV cell.
+_JSON_FIELDS = ("recipients", "prefill_fields", "files", "meta")
+MAX_EXTERNAL_ID = 255
+
+RESULT_COLUMNS: tuple[Column, ...] = (
+    Column("row_key", "string", "The row's key, as in the input (joins back to the source rows)."),
+    Column("external_id", "string", "The envelope's externalId: <campaign id>(<row key>)."),
+    Column("envelope_id", "string", "The envelope made for the row (null for invalid rows)."),
+    Column("status", "string", "sent, created (not sent), invalid (never sent) or failed."),
+    Column("error", "string", "Why the row is invalid or failed, or why a created envelope was not sent."),
+    Column("attempts", "int64", "Write requests made for the row, over every try of the task."),
+    Column("sent_at", "timestamp", "When the envelope was sent (UTC)."),
+)
+
+
+class BulkConfigError(ValueError):
+    """The campaign is configured in a way that cannot work (raised before any request is sent)."""
+
+
+def default_max_failures(rows: int) -> int:
+    """The failures a campaign tolerates before it stops: 1 % of the rows, at least 10."""
+    return max(10, math.ceil(rows * 0.01))
+
+
+def format_of(path: Any, given: str | None, allowed: Sequence[str], what: str) -> str:
+    """The file format: ``given``, else the path's extension (``.csv``, ``.jsonl``, ``.parquet``)."""
+    if given is not None:
+        if given not in allowed:
+            raise BulkConfigError(f"{what} format must be one of {', '.join(allowed)}, not {given!r}")
+        return given
+    name = str(getattr(path, "name", None) or path).lower()
+    for ext, fmt in ((".csv", "csv"), (".jsonl", "jsonl"), (".ndjson", "jsonl"), (".parquet", "parquet")):
+        if name.endswith(ext) and fmt in allowed:
+            return fmt
+    if what == "output":
+        return "jsonl"
+    raise BulkConfigError(
+        f"cannot tell the {what} format of {name!r} from its name: give {what}_format ({', '.join(allowed)})"
+    )
+
+
+# -- reading the rows ---------------------------------------------------------------------------
+
+
+def read_rows(source: Any, fmt: str) -> list[dict[str, Any]]:
+    """Read every row of a CSV, JSON Lines or Parquet file (a local path or an ``ObjectStoragePath``).
+
+    CSV cells are strings; an empty cell is ``None``. A JSON Lines line must be an object.
+
+    :raises BulkConfigError: for a file that cannot be read as ``fmt``, naming the line.
+    """
+    stream, owned = open_source(to_path_like(source))
+    try:
+        if fmt == "parquet":
+            return _parquet_rows(stream)
+        text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
+        try:
+            return _csv_rows(text) if fmt == "csv" else _jsonl_rows(text)
+        finally:
+            text.detach()
+    except UnicodeDecodeError as err:
+        raise BulkConfigError(f"the rows file is not UTF-8 text ({err.reason} at byte {err.start})") from None
+    finally:
+        if owned:
+            stream.close()
+
+
+def _csv_rows(text: io.TextIOWrapper) -> list[dict[str, Any]]:
+    reader = csv.DictReader(text)
+    if not reader.fieldnames:
+        return []
+    return [{k: (v if v != "" else None) for k, v in row.items() if k is not None} for row in reader]
+
+
+def _jsonl_rows(text: io.TextIOWrapper) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for number, line in enumerate(text, start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise BulkConfigError(f"line {number} of the rows file is not JSON ({err.msg})") from None
+        if not isinstance(value, dict):
+            raise BulkConfigError(f"line {number} of the rows file is not a JSON object")
+        rows.append(value)
+    return rows
+
+
+def _parquet_rows(stream: Any) -> list[dict[str, Any]]:
+    from airflow_provider_docsign.export_store import require_pyarrow
+
+    require_pyarrow()
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    rows: list[dict[str, Any]] = []
+    for batch in pq.ParquetFile(stream).iter_batches(batch_size=5000):
+        rows.extend(batch.to_pylist())
+    return rows
+
+
+def sent_envelope_ids(source: Any, fmt: str, statuses: Sequence[str] = ("sent",)) -> list[str]:
+    """The envelope ids of a bulk result table's rows with one of ``statuses``, in table order.
+
+    For the batch sensor and the batch archive, which take the table's URI instead of a list of ids.
+
+    :param source: The result table (local path or ``ObjectStoragePath``).
+    :param fmt: ``jsonl`` or ``parquet``.
+    :param statuses: Which rows count (``sent`` by default: only sent envelopes can be signed).
+    :raises BulkConfigError: when the file is not a result table.
+    """
+    rows = read_rows(source, fmt)
+    wanted = set(statuses)
+    ids: list[str] = []
+    for number, row in enumerate(rows, start=1):
+        if "status" not in row or "envelope_id" not in row:
+            raise BulkConfigError(
+                f"row {number} of {source} has no status or envelope_id column: not a bulk result table"
+            )
+        if row["status"] in wanted and row["envelope_id"]:
+            ids.append(str(row["envelope_id"]))
+    return list(dict.fromkeys(ids))
+
+
+# -- what a row sends --------------------------------------------------------------------------
+
+
+class _Missing(dict[str, Any]):
+    """The row's values for ``str.format_map``; a missing column is named in the error."""
+
+    def __missing__(self, key: str) -> Any:
+        raise KeyError(key)
+
+
+def _fill(value: Any, row: Mapping[str, Any], where: str, problems: list[str]) -> Any:
+    """``value`` with ``{column}`` in its strings replaced by the row's values (recursively)."""
+    if isinstance(value, str):
+        if "{" not in value and "}" not in value:
+            return value
+        values = _Missing({k: ("" if v is None else v) for k, v in row.items()})
+        try:
+            return string.Formatter().vformat(value, (), values)
+        except KeyError as err:
+            problems.append(f"{where}: {value!r} names column {err.args[0]!r}, which the row does not have")
+        except (ValueError, IndexError, AttributeError) as err:
+            problems.append(f"{where}: {value!r} is not a usable {{column}} pattern ({err})")
+        return value
+    if isinstance(value, Mapping):
+        return {k: _fill(v, row, f"{where}.{k}", problems) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_fill(v, row, f"{where}[{i}]", problems) for i, v in enumerate(value)]
+    return value
+
+
+def _cell(row: Mapping[str, Any], name: str, problems: list[str]) -> Any:
+    """A row's own value for ``name`` (JSON text parsed for list and object columns)."""
+    value = row.get(name)
+    if name in _JSON_FIELDS and isinstance(value, str):
+        text = value.strip()
+        if text[:1] in ("[", "{"):
+            try:
+                return json.loads(text)
+            except json.JSONDecodeError as err:
+                problems.append(f"column {name!r} is not valid JSON ({err.msg})")
+                return None
+    return value
+
+
+@dataclass(frozen=True)
+class CampaignPlan:
+    """How every row of a campaign becomes one envelope (the operator's arguments, checked).
+
+    :param campaign_id: The campaign's id; every ``externalId`` starts with it.
+    :param key_column: The column holding each row's key.
+    :param template_id: The template of rows without a ``template_id`` column.
+    :param title: The title of rows without a ``title`` column (``{column}`` placeholders allowed);
+        required for PDF rows, an override for template rows.
+    :param recipients: The recipients of rows without a ``recipients`` column.
+    :param prefill_fields: Template rows: ``{field label: value}`` or ``[{"id"|"label", "value"}]``.
+    :param files: PDF rows: the PDFs; template rows: replacement PDFs.
+    :param meta: PDF rows: the envelope ``meta``; template rows: ``override`` (``subject``, ...).
+    :param folder_id: The folder every envelope is made in (``None``: the root).
+    :param distribute: Send each envelope (``True``) or leave it a draft.
+    :param expiration_period: As for the single-envelope operators.
+    :param reminders: As for the single-envelope operators.
+    """
+
+    campaign_id: str
+    key_column: str = "row_key"
+    template_id: str | None = None
+    title: Any = None
+    recipients: Any = None
+    prefill_fields: Any = None
+    files: Any = None
+    meta: Any = None
+    folder_id: str | None = None
+    distribute: bool = True
+    expiration_period: Any = DEFAULT_PERIOD
+    reminders: Any = DEFAULT_PERIOD
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+        campaign = self.campaign_id
+        if not isinstance(campaign, str) or not campaign.strip() or campaign != campaign.strip():
+            problems.append(
+                f"campaign_id must be a non-empty string without surrounding spaces, not {campaign!r}"
+            )
+        elif len(campaign) > MAX_EXTERNAL_ID - 3:
+            problems.append(f"campaign_id is {len(campaign)} characters; at most {MAX_EXTERNAL_ID - 3}")
+        problems.extend(control_character_problems(campaign, "campaign_id"))
+        if not isinstance(self.key_column, str) or not self.key_column:
+            problems.append("key_column must be a column name")
+        if problems:
+            raise BulkConfigError("; ".join(problems))
+
+    # -- keys -------------------------------------------------------------------------------------
+
+    def key_of(self, row: Mapping[str, Any]) -> tuple[str | None, list[str]]:
+        """The row's key as text, and the problems with it."""
+        value = row.get(self.key_column)
+        if value is None or isinstance(value, bool | float | Mapping | list):
+            what = "missing" if value is None else f"a {type(value).__name__}"
+            return None, [f"{self.key_column} is {what}; it must be a string or an integer"]
+        key = str(value)
+        problems: list[str] = []
+        if not key.strip() or key != key.strip():
+            problems.append(f"{self.key_column} {key!r} is empty or has surrounding spaces")
+        problems.extend(control_character_problems(key, self.key_column))
+        if len(self.external_id(key)) > MAX_EXTERNAL_ID:
+            problems.append(
+                f"{self.key_column} is too long: the externalId <campaign id>(<key>) would exceed "
+                f"{MAX_EXTERNAL_ID} characters"
+            )
+        return key, problems
+
+    def external_id(self, key: str) -> str:
+        """The ``externalId`` of the row with ``key``."""
+        return f"{self.campaign_id}({key})"
+
+    # -- what the row sends -----------------------------------------------------------------------
+
+    def template_id_of(self, row: Mapping[str, Any]) -> str | None:
+        """The template of a template row; ``None`` for a PDF row."""
+        value = row.get("template_id") if row.get("template_id") not in (None, "") else self.template_id
+        return str(value) if value not in (None, "") else None
+
+    def _value(self, row: Mapping[str, Any], name: str, problems: list[str]) -> Any:
+        if row.get(name) is not None:
+            return _cell(row, name, problems)
+        return _fill(getattr(self, name), row, name, problems)
+
+    def use_kwargs(self, row: Mapping[str, Any], key: str) -> tuple[dict[str, Any], list[str]]:
+        """The keyword arguments of ``DocsignHook.use_template`` for a template row."""
+        problems: list[str] = []
+        override = self._value(row, "meta", problems)
+        title = self._value(row, "title", problems)
+        if title is not None:
+            override = {**(override if isinstance(override, Mapping) else {}), "title": title}
+        files = self._value(row, "files", problems)
+        kwargs = {
+            "recipients": self._value(row, "recipients", problems),
+            "prefill_fields": self._value(row, "prefill_fields", problems),
+            "files": _sources(files) if files is not None else None,
+            "external_id": self.external_id(key),
+            "folder_id": self.folder_id,
+            "distribute": self.distribute,
+            "override": override,
+            "expiration_period": self.expiration_period,
+            "reminders": self.reminders,
+        }
+        if kwargs["recipients"] is None and not any(p.startswith("column 'recipients'") for p in problems):
+            problems.append("no recipients: give a recipients column or the operator's recipients")
+        return kwargs, problems
+
+    def create_kwargs(self, row: Mapping[str, Any], key: str) -> tuple[dict[str, Any], list[str]]:
+        """The keyword arguments of ``DocsignHook.create_envelope`` for a PDF row."""
+        problems: list[str] = []
+        files = self._value(row, "files", problems)
+        title = self._value(row, "title", problems)
+        if files is None:
+            problems.append("no PDFs: give a files column, the operator's files, or a template_id")
+        if title is None:
+            problems.append("no title: give a title column or the operator's title")
+        kwargs = {
+            "title": title,
+            "files": _sources(files) if files is not None else [],
+            "recipients": self._value(row, "recipients", problems),
+            "external_id": self.external_id(key),
+            "meta": self._value(row, "meta", problems),
+            "folder_id": self.folder_id,
+            "expiration_period": self.expiration_period,
+            "reminders": self.reminders,
+        }
+        return kwargs, problems
+
+    def problems(
+        self, row: Mapping[str, Any], key: str, templates: Mapping[str, Envelope | str]
+    ) -> list[str]:
+        """Every problem of the row, found locally with the single-envelope validators.
+
+        :param templates: The campaign's templates by id, as read (or the reason one cannot be read).
+        """
+        template_id = self.template_id_of(row)
+        if template_id is not None:
+            template = templates.get(template_id)
+            if not isinstance(template, Envelope):
+                return [f"template {template_id}: {template or 'was not read'}"]
+            kwargs, problems = self.use_kwargs(row, key)
+            if problems:
+                return problems
+            try:
+                validate_use_payload(
+                    template,
+                    recipients=kwargs["recipients"],
+                    prefill_fields=kwargs["prefill_fields"],
+                    files=kwargs["files"],
+                    external_id=kwargs["external_id"],
+                    folder_id=kwargs["folder_id"],
+                    distribute=kwargs["distribute"],
+                    override=kwargs["override"],
+                )
+            except DocsignValidationError as err:
+                return list(err.problems)
+            return []
+        kwargs, problems = self.create_kwargs(row, key)
+        if problems:
+            return problems
+        try:
+            validate_create_payload(
+                title=kwargs["title"],
+                files=kwargs["files"],
+                recipients=kwargs["recipients"],
+                external_id=kwargs["external_id"],
+                meta=kwargs["meta"],
+                folder_id=kwargs["folder_id"],
+            )
+        except DocsignValidationError as err:
+            return list(err.problems)
+        return []
+
+
+def _sources(files: Any) -> Any:
+    """Strings naming files become paths (``s3://…`` an ``ObjectStoragePath``); a mapping keeps its keys."""
+    if isinstance(files, str):
+        return [to_path_like(files)]
+    if isinstance(files, Mapping):
+        return {k: to_path_like(v) if v is not None else None for k, v in files.items()}
+    if isinstance(files, list | tuple):
+        return [to_path_like(v) if v is not None else None for v in files]
+    return files
+
+
+def iter_keys(
+    plan: CampaignPlan, rows: Sequence[Mapping[str, Any]]
+) -> Iterator[tuple[str | None, list[str]]]:
+    """Each row's key and its problems, duplicates included (the second and later are problems)."""
+    seen: dict[str, int] = {}
+    for index, row in enumerate(rows):
+        key, problems = plan.key_of(row)
+        if key is not None and not problems:
+            if key in seen:
+                problems = [f"{plan.key_column} {key!r} repeats row #{seen[key]}"]
+            else:
+                seen[key] = index
+        yield key, problems
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+def classify_error(error: BaseException) -> str:
+    """What a failed request means for its row.
+
+    - ``"ambiguous"``: a write may have taken effect (lost connection after sending, or a 5xx on a
+      create): look the envelope up before writing again;
+    - ``"transient"``: nothing was written and a later attempt may work (429 after the hook's retries,
+      a connection that could not be opened, a 5xx on a read);
+    - ``"auth"``: the API key was refused: every row would fail the same way;
+    - ``"permanent"``: the service refused the row (a 4xx other than 429), or it failed local checks.
+    """
+    if isinstance(error, DocsignAmbiguousWriteError):
+        return "ambiguous"
+    if isinstance(error, DocsignAuthError):
+        return "auth"
+    if isinstance(error, DocsignRateLimitError | DocsignConnectionError):
+        return "transient"
+    if isinstance(error, DocsignServerError):
+        create = (error.path or "") in ("/envelope/create", "/envelope/use")
+        return "ambiguous" if create else "transient"
+    if isinstance(error, DocsignAPIError | DocsignValidationError):
+        return "permanent"
+    if isinstance(error, DocsignError):
+        return "permanent"
+    return "transient" if isinstance(error, OSError) else "permanent"

@@ -1,0 +1,427 @@
+"""DocsignBulkSendOperator: one task sends a whole campaign, exactly once per row, at the service's limit."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_docsign._compat import Asset
+from airflow_provider_docsign.bulk import (
+    INPUT_FORMATS,
+    OUTPUT_FORMATS,
+    RESULT_COLUMNS,
+    BulkConfigError,
+    CampaignPlan,
+    default_max_failures,
+    format_of,
+    iter_keys,
+    read_rows,
+)
+from airflow_provider_docsign.bulk_state import (
+    CREATED,
+    INVALID,
+    PENDING,
+    SENT,
+    CampaignState,
+    CheckpointError,
+    RowState,
+    first_problems,
+    summary_table,
+)
+from airflow_provider_docsign.bulk_store import CheckpointFile, resolve_path, static_uri
+from airflow_provider_docsign.exceptions import DocsignAuthError, DocsignNotFoundError, DocsignValidationError
+from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
+from airflow_provider_docsign.expiry import period_meta_fields
+from airflow_provider_docsign.export_store import TableFile, require_pyarrow, uri_of
+from airflow_provider_docsign.operators._base import PERMANENT_ERRORS, DocsignBaseOperator, fail_now
+from airflow_provider_docsign.operators._bulk import BulkStopped, CampaignRunner, install_pacer
+
+if TYPE_CHECKING:
+    from airflow_provider_docsign._compat import Context
+    from airflow_provider_docsign.hooks._pacing import SharedPacer
+
+__all__ = ["DocsignBulkSendOperator"]
+
+#: The result table's schema version (Parquet metadata ``docsign_schema_version``).
+RESULT_SCHEMA_VERSION = 1
+#: The hook's connection pool holds 16 connections; more threads would only wait for one.
+MAX_IN_FLIGHT = 16
+
+
+class DocsignBulkSendOperator(DocsignBaseOperator):
+    """Send a whole campaign (one envelope per row) in one task: exactly once per row, at the limit.
+
+    **Rows** come from a CSV, JSON Lines or Parquet file (``parquet`` extra) at any path or
+    ``ObjectStoragePath``, or from a list of dicts (for example another task's XCom). Each row has a
+    key (``key_column``) and becomes one envelope: from a **template** (``POST /envelope/use``, one
+    request that creates and sends) when the row has a ``template_id`` column or the operator a
+    ``template_id``; otherwise from **PDFs** (create, then distribute: two requests). A row may carry
+    ``recipients``, ``prefill_fields``, ``files``, ``title`` and ``meta`` columns (JSON text in a
+    CSV); where it does not, the operator's argument of the same name is used, with ``{column}`` in
+    its strings replaced by the row's value (see :mod:`airflow_provider_docsign.bulk`).
+
+    **Validation first.** Every row is checked locally with the validators of
+    :class:`DocsignCreateEnvelopeFromTemplateOperator` and :class:`DocsignCreateEnvelopeOperator`
+    (each template is read once for it) before the first envelope is sent. Invalid rows go to the
+    result table with their problems and are never sent; with more than ``max_invalid`` of them the
+    task fails before any envelope is created, naming the first few rows and their problems.
+
+    **Exactly once.** Each row's ``externalId`` is ``<campaign_id>(<row key>)``. Progress is kept in a
+    checkpoint beside the result table (``<result_table>.checkpoint.json``, replaced atomically), and each
+    row is marked in flight there before its create request goes out. A retry, or a run after the
+    worker was killed, resumes: rows already sent are skipped, rows in flight are looked up by their
+    ``externalId`` (exact match, in ``folder_id``) and adopted when found, and the rest are sent. A
+    row is never created twice; a create whose answer was lost is looked up, never repeated blindly.
+
+    **Speed.** ``max_in_flight`` threads share the hook's connection pool and one pacer, which reads
+    ``X-RateLimit-*`` and ``Retry-After``: full speed while the window is comfortable, spread out as
+    it runs low, never into the ``reserve_fraction`` kept for the key's other users; a 429 pauses every
+    thread. A progress line (done/total, envelopes a minute against the limit, ETA) is logged every
+    ``progress_every`` rows or ``progress_seconds``, and a summary table at the end.
+
+    **Failures.** A row the service refuses (a 4xx other than 429) is ``failed`` and the campaign goes
+    on; past ``max_failures`` failed rows in one try the task stops and fails, and the next try
+    resumes (trying the failed rows again, after looking each up). Connection errors, 429s and 5xx
+    are retried per row (a create only after looking it up); a refused API key fails at once.
+
+    **Output.** The result table (JSON Lines or Parquet, written like the export's files: staged,
+    then published whole) has one row per input row, in input order: ``row_key``, ``external_id``,
+    ``envelope_id``, ``status`` (``sent``, ``created``, ``invalid``, ``failed``), ``error``,
+    ``attempts``, ``sent_at``. The XCom holds counts and URIs only::
+
+        {"campaign_id", "rows", "counts": {"sent", "created", "invalid", "failed"}, "result_table",
+         "format", "checkpoint", "requests", "answered_429", "envelopes_per_minute",
+         "limit_bound_per_minute"}
+
+    and an Asset event is emitted for the result table, so a waiting DAG can start from it.
+
+    :param rows: A file (local path, URI or ``ObjectStoragePath``) or a list of dicts. Templated.
+    :param result_table: The result table's file: local path, URI or ``ObjectStoragePath``; the
+        checkpoint is kept beside it. Templated.
+    :param campaign_id: The campaign's id, the first part of every ``externalId``. Templated; default
+        ``"<dag id>-<run id>"``. Keep it when re-running a campaign, change it for a new one.
+    :param key_column: The column holding each row's key (unique, a string or an integer).
+    :param input_format: ``csv``, ``jsonl`` or ``parquet`` (default: from the file's extension).
+    :param output_format: ``jsonl`` or ``parquet`` (default: from the extension, else ``jsonl``).
+    :param template_id: The template of rows without a ``template_id`` column. Templated.
+    :param title: The title of rows without a ``title`` column, e.g. ``"Renewal for {name}"``;
+        required for PDF rows, an override for template rows.
+    :param recipients: The recipients of rows without a ``recipients`` column: for a template
+        ``[{"placeholder": "Customer", "email": "{email}", "name": "{name}"}]``, for PDFs the create
+        operator's shape (``email``, ``name``, ``role``, ``fields``).
+    :param prefill_fields: Template rows: ``{field label: "{column}"}`` or ``[{"label", "value"}]``.
+    :param files: PDF rows: the PDFs, e.g. ``["s3://bucket/contracts/{row_key}.pdf"]``; template
+        rows: replacement PDFs.
+    :param meta: PDF rows: the envelope ``meta`` (``subject``, ``message``, ...); template rows: the
+        ``override`` (``subject``, ``message``, ...).
+    :param folder_id: The folder every envelope is made in (``None``: the root). Templated.
+    :param distribute: Send each envelope (default). ``False`` leaves drafts (status ``created``).
+    :param expiration_period: How long signing links stay valid, as for the single-envelope operators.
+    :param reminders: Automatic reminders, as for the single-envelope operators (template rows then
+        cost three requests each: use, update, distribute).
+    :param max_in_flight: Requests at most in flight at once (1-16, default 8).
+    :param reserve_fraction: Share of the rate-limit window left for the key's other users (0.1).
+    :param max_invalid: Invalid rows tolerated (default 0: any invalid row fails the task first).
+    :param max_failures: Failed rows tolerated in one try (default: 1 % of the rows, at least 10).
+    :param progress_every: A progress line every this many rows done (default 500)...
+    :param progress_seconds: ...or every this many seconds (default 30).
+    :param asset: The Asset (Dataset on Airflow 2.11) to emit an event for, with the counts and the
+        table's URI in its extra. Default: an Asset named after ``result_table`` when it is not
+        templated.
+    :param docsign_conn_id: The Airflow connection of type ``docsign``.
+    """
+
+    template_fields: Sequence[str] = ("rows", "result_table", "campaign_id", "template_id", "folder_id")
+    template_fields_renderers = {"rows": "json"}
+    operator_extra_links = ()
+    ui_color = "#d6eaff"
+
+    def __init__(
+        self,
+        *,
+        rows: Any,
+        result_table: Any,
+        campaign_id: str = "{{ dag.dag_id }}-{{ run_id }}",
+        key_column: str = "row_key",
+        input_format: str | None = None,
+        output_format: str | None = None,
+        template_id: str | None = None,
+        title: str | None = None,
+        recipients: list[dict[str, Any]] | None = None,
+        prefill_fields: Any = None,
+        files: Any = None,
+        meta: dict[str, Any] | None = None,
+        folder_id: str | None = None,
+        distribute: bool = True,
+        expiration_period: Any = DEFAULT_PERIOD,
+        reminders: Any = DEFAULT_PERIOD,
+        max_in_flight: int = 8,
+        reserve_fraction: float = 0.1,
+        max_invalid: int = 0,
+        max_failures: int | None = None,
+        progress_every: int = 500,
+        progress_seconds: float = 30.0,
+        asset: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        if input_format is not None and input_format not in INPUT_FORMATS:
+            raise ValueError(f"input_format must be one of {', '.join(INPUT_FORMATS)}, not {input_format!r}")
+        if output_format is not None and output_format not in OUTPUT_FORMATS:
+            raise ValueError(
+                f"output_format must be one of {', '.join(OUTPUT_FORMATS)}, not {output_format!r}"
+            )
+        if output_format == "parquet" or (output_format is None and str(result_table).endswith(".parquet")):
+            require_pyarrow()  # refused at parse time, naming the extra
+        if not isinstance(max_in_flight, int) or not 1 <= max_in_flight <= MAX_IN_FLIGHT:
+            raise ValueError(
+                f"max_in_flight must be 1-{MAX_IN_FLIGHT} (the hook's connection pool), not {max_in_flight!r}"
+            )
+        if not 0 <= reserve_fraction < 1:
+            raise ValueError(f"reserve_fraction must be in [0, 1), not {reserve_fraction!r}")
+        if not isinstance(max_invalid, int) or max_invalid < 0:
+            raise ValueError(f"max_invalid must be an integer >= 0, not {max_invalid!r}")
+        if max_failures is not None and (not isinstance(max_failures, int) or max_failures < 0):
+            raise ValueError(f"max_failures must be an integer >= 0, not {max_failures!r}")
+        period_meta_fields(expiration_period, reminders)  # "14 days" fails at parse time
+        if asset is None:
+            uri = static_uri(result_table)  # parse time: nothing looked up, no connection id
+            asset = Asset(uri) if uri else None
+        if asset is not None:
+            outlets = list(kwargs.pop("outlets", None) or [])
+            kwargs["outlets"] = [*outlets, asset] if asset not in outlets else outlets
+        super().__init__(**kwargs)
+        self.rows = rows
+        self.result_table = result_table
+        self.campaign_id = campaign_id
+        self.key_column = key_column
+        self.input_format = input_format
+        self.output_format = output_format
+        self.template_id = template_id
+        self.title = title
+        self.recipients = recipients
+        self.prefill_fields = prefill_fields
+        self.files = files
+        self.meta = meta
+        self.folder_id = folder_id
+        self.distribute = distribute
+        self.expiration_period = expiration_period
+        self.reminders = reminders
+        self.max_in_flight = max_in_flight
+        self.reserve_fraction = reserve_fraction
+        self.max_invalid = max_invalid
+        self.max_failures = max_failures
+        self.progress_every = progress_every
+        self.progress_seconds = progress_seconds
+        self.asset = asset
+
+    # -- execute ----------------------------------------------------------------------------------
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        """Validate every row, resume from the checkpoint, send the rest, write the result table."""
+        try:
+            plan = self._plan()
+            output = resolve_path(self.result_table)
+            fmt = format_of(output, self.output_format, OUTPUT_FORMATS, "output")
+            rows = self._read_rows()
+        except (BulkConfigError, ValueError, TypeError, FileNotFoundError) as err:
+            raise fail_now(err) from err
+        keys = list(iter_keys(plan, rows))
+        state = CampaignState(
+            plan.campaign_id, [RowState(key) for key, _ in keys], distribute=self.distribute
+        )
+        checkpoint = CheckpointFile(output)
+        previous = checkpoint.read()
+        if previous is not None:
+            try:
+                recorded = state.restore(previous)
+            except CheckpointError as err:
+                raise fail_now(err) from err
+            self.log.info(
+                "Resuming campaign %s from %s (%d rows recorded)", plan.campaign_id, checkpoint.uri, recorded
+            )
+        pacer = self._pace()
+        templates = self._templates(plan, rows, state)
+        self._validate(plan, rows, keys, state, templates)
+        max_failures = self.max_failures if self.max_failures is not None else default_max_failures(len(rows))
+        runner = CampaignRunner(
+            hook=self.hook,
+            plan=plan,
+            rows=rows,
+            state=state,
+            templates=templates,
+            save=checkpoint.write,
+            pacer=pacer,
+            max_in_flight=self.max_in_flight,
+            max_failures=max_failures,
+            settle=float(self.hook.settings.timeout[1]),
+            log=self.log,
+            progress_every=self.progress_every,
+            progress_seconds=self.progress_seconds,
+        )
+        self.log.info(
+            "Campaign %s: %d rows (%s), up to %d requests in flight, result table %s",
+            plan.campaign_id,
+            len(rows),
+            ", ".join(f"{n} {s}" for s, n in state.counts().items() if n),
+            self.max_in_flight,
+            uri_of(output),
+        )
+        try:
+            runner.run()
+        except BulkStopped as err:
+            self.log.error("%s", self._summary(plan, state, runner, pacer, None))
+            if err.kind == "auth":
+                raise fail_now(err) from err
+            raise
+        table = TableFile(
+            output, RESULT_COLUMNS, fmt, name="bulk_results", schema_version=RESULT_SCHEMA_VERSION
+        )
+        try:
+            table.write(state.result_rows(plan.external_id))
+            table.commit()
+        except BaseException:
+            table.abort()
+            raise
+        uri = uri_of(output)
+        self.log.info("%s", self._summary(plan, state, runner, pacer, uri))
+        speed = runner.throughput()
+        result = {
+            "campaign_id": plan.campaign_id,
+            "rows": len(rows),
+            "counts": state.counts(),
+            "result_table": uri,
+            "format": fmt,
+            "checkpoint": checkpoint.uri,
+            "requests": speed.requests,
+            "answered_429": pacer.throttled,
+            "envelopes_per_minute": round(speed.per_minute, 1),
+            "limit_bound_per_minute": round(speed.limit_bound, 1) if speed.limit_bound else None,
+        }
+        self._emit_asset_event(context, result)
+        return result
+
+    # -- steps ------------------------------------------------------------------------------------
+
+    def _plan(self) -> CampaignPlan:
+        return CampaignPlan(
+            campaign_id=str(self.campaign_id),
+            key_column=self.key_column,
+            template_id=str(self.template_id) if self.template_id else None,
+            title=self.title,
+            recipients=self.recipients,
+            prefill_fields=self.prefill_fields,
+            files=self.files,
+            meta=self.meta,
+            folder_id=self.folder_id or None,
+            distribute=self.distribute,
+            expiration_period=self.expiration_period,
+            reminders=self.reminders,
+        )
+
+    def _read_rows(self) -> list[dict[str, Any]]:
+        if isinstance(self.rows, list | tuple):
+            bad = [i for i, row in enumerate(self.rows) if not isinstance(row, Mapping)]
+            if bad:
+                raise BulkConfigError(
+                    f"rows must be objects; row #{bad[0]} is a {type(self.rows[bad[0]]).__name__}"
+                )
+            return [dict(row) for row in self.rows]
+        source = resolve_path(self.rows, "rows")
+        fmt = format_of(source, self.input_format, INPUT_FORMATS, "input")
+        return read_rows(source, fmt)
+
+    def _pace(self) -> SharedPacer:
+        """One pacer for every request of this task (the hook's ``before_request``/``after_response``)."""
+        pacer: SharedPacer = install_pacer(self.hook, self.reserve_fraction, self.log)
+        return pacer
+
+    def _templates(
+        self, plan: CampaignPlan, rows: Sequence[Mapping[str, Any]], state: CampaignState
+    ) -> dict[str, Any]:
+        """Read each template the rows still to send use, once (a missing one is each row's problem)."""
+        wanted = {
+            plan.template_id_of(row)
+            for row, rs in zip(rows, state.rows, strict=True)
+            if rs.state not in (SENT, CREATED)
+        }
+        templates: dict[str, Any] = {}
+        for template_id in sorted(t for t in wanted if t):
+            try:
+                templates[template_id] = self.hook.get_template(template_id)
+            except DocsignAuthError as err:
+                raise fail_now(err) from err
+            except (DocsignNotFoundError, DocsignValidationError) as err:
+                templates[template_id] = f"cannot be used ({err})"
+            except PERMANENT_ERRORS as err:
+                templates[template_id] = f"cannot be read ({err})"
+        return templates
+
+    def _validate(
+        self,
+        plan: CampaignPlan,
+        rows: Sequence[Mapping[str, Any]],
+        keys: Sequence[tuple[str | None, list[str]]],
+        state: CampaignState,
+        templates: Mapping[str, Any],
+    ) -> None:
+        """Check every row not yet sent; mark the bad ones invalid; fail past ``max_invalid``."""
+        started = time.monotonic()
+        invalid: list[tuple[int, str | None, list[str]]] = []
+        for index, (row, (key, key_problems), rs) in enumerate(zip(rows, keys, state.rows, strict=True)):
+            if rs.state in (SENT, CREATED):
+                continue
+            problems = key_problems or plan.problems(row, key or "", templates)
+            if not problems:
+                continue
+            invalid.append((index, key, problems))
+            if rs.state == PENDING:
+                rs.state, rs.error = INVALID, "; ".join(problems)
+        self.log.info(
+            "Checked %d rows in %.1fs: %d invalid (max_invalid=%d)",
+            len(rows),
+            time.monotonic() - started,
+            len(invalid),
+            self.max_invalid,
+        )
+        if len(invalid) > self.max_invalid:
+            raise fail_now(
+                BulkConfigError(
+                    f"{len(invalid)} of {len(rows)} rows are invalid, more than "
+                    f"max_invalid={self.max_invalid}; nothing was sent:\n{first_problems(invalid)}"
+                )
+            )
+
+    def _summary(
+        self, plan: CampaignPlan, state: CampaignState, runner: CampaignRunner, pacer: Any, uri: str | None
+    ) -> str:
+        return summary_table(
+            plan.campaign_id,
+            state,
+            runner.throughput(),
+            throttled=pacer.throttled,
+            paced_seconds=pacer.waited,
+            result_uri=uri,
+        )
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """OpenLineage: see :func:`airflow_provider_docsign.lineage.bulk_send_facets`."""
+        from airflow_provider_docsign import lineage
+
+        return lineage.bulk_send_facets(self, task_instance)
+
+    def _emit_asset_event(self, context: Context, result: Mapping[str, Any]) -> None:
+        if self.asset is None:
+            return
+        events = context.get("outlet_events")
+        if events is None:
+            return
+        try:
+            events[self.asset].extra = {
+                "campaign_id": result["campaign_id"],
+                "result_table": result["result_table"],
+                "format": result["format"],
+                "counts": result["counts"],
+            }
+        except Exception as err:  # an event without extra is still an event
+            self.log.warning("Could not attach the counts to the asset event: %s", err)

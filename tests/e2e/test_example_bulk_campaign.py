@@ -1,0 +1,80 @@
+"""The campaign example (``docsign_bulk_signing``) runs for real with ``dag.test()`` against the sandbox.
+
+Template, rows, one bulk task, one deferrable wait on the result table, one batch archive, a report:
+every customer's envelope is sent once, signed by the sandbox's signers, archived in its own folder
+with its own manifest, and the report counts it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_helpers import run_example, task_states
+
+from airflow_provider_docsign.sandbox import SandboxServer
+
+pytestmark = pytest.mark.e2e
+
+CUSTOMERS = [
+    {"id": f"R-{n}", "name": f"Rene {n}", "email": f"rene{n}@example.test", "company": f"Renewals {n}"}
+    for n in range(5)
+]
+
+
+def _state(value: Any) -> str:
+    return str(getattr(value, "value", value))
+
+
+def test_the_campaign_example_sends_waits_archives_and_reports(
+    example_env: dict[str, Any], autosign_sandbox: SandboxServer
+) -> None:
+    from airflow_provider_docsign.hooks.docsign import DocsignHook
+
+    dag_run = run_example("docsign_bulk_signing", customers=CUSTOMERS, **example_env)
+
+    assert _state(dag_run.state) == "success"
+    states = task_states(dag_run)
+    assert set(states.values()) == {"success"}, states
+    # One task per step, whatever the number of rows: nothing is mapped.
+    assert {map_index for _, map_index in states} == {-1}
+
+    (campaign,) = list((Path(example_env["work_dir"]) / "campaigns").iterdir())
+    table = [json.loads(line) for line in (campaign / "results.jsonl").read_text().splitlines()]
+    assert [r["row_key"] for r in table] == [c["id"] for c in CUSTOMERS]
+    assert {r["status"] for r in table} == {"sent"}
+    campaign_id = f"docsign_bulk_signing-{dag_run.run_id}"
+    assert [r["external_id"] for r in table] == [f"{campaign_id}({c['id']})" for c in CUSTOMERS]
+
+    with DocsignHook() as hook:
+        found = Counter(
+            e.external_id
+            for e in hook.find_envelopes(query=campaign_id)
+            if (e.external_id or "").startswith(campaign_id)
+        )
+        first = hook.get_envelope(table[0]["envelope_id"])
+    assert found == Counter({r["external_id"]: 1 for r in table})  # one envelope per row
+    assert first.title == "Contract renewal - Rene 0"
+    assert [r.email for r in first.recipients] == ["rene0@example.test"]
+    assert [f.custom_text for f in first.fields if f.type == "TEXT"] == ["Renewals 0"]  # prefilled
+
+    archive_dir = Path(example_env["archive_dir"])
+    manifests = {p: json.loads(p.read_text()) for p in archive_dir.glob("*/manifest.json")}
+    assert len(manifests) == 5  # one folder and one manifest per envelope
+    assert {m["external_id"] for m in manifests.values()} == {r["external_id"] for r in table}
+    for path, manifest in manifests.items():
+        assert manifest["status"] == "COMPLETED"
+        (entry,) = manifest["files"]
+        pdf = path.parent / entry["path"]
+        signed = autosign_sandbox.item_bytes(entry["item_id"], "signed")
+        assert pdf.read_bytes() == signed
+        assert hashlib.sha256(signed).hexdigest() == entry["sha256"]
+
+    report = json.loads((campaign / "report.json").read_text())
+    assert report["send"] == {"sent": 5, "created": 0, "invalid": 0, "failed": 0}
+    assert report["archive"] == {"archived": 5, "skipped": 0, "not_signed": 0, "failed": 0}
+    assert report["campaign_id"] == campaign_id
