@@ -100,6 +100,7 @@ class AsyncMethods:
 
         if call.kind != READ:
             raise DocsignError("the async path only performs reads")
+        ep.check_outgoing(call)  # the same one check as the sync loop's
         client = self._get_async_client()
         url = self._url(call)
         waited = 0.0

@@ -18,9 +18,8 @@ from airflow_provider_docsign.expiry import merge_meta
 from airflow_provider_docsign.hooks import _endpoints as ep
 from airflow_provider_docsign.hooks._endpoints import camel
 from airflow_provider_docsign.hooks._protocol import HookCore
-from airflow_provider_docsign.hooks._transfer import multipart_body
 from airflow_provider_docsign.models import Envelope, EnvelopeStatus, EnvelopeSummary
-from airflow_provider_docsign.payloads import control_character_problems, validate_create_payload
+from airflow_provider_docsign.payloads import validate_create_payload
 
 log = logging.getLogger("airflow_provider_docsign.hooks.docsign")
 
@@ -75,10 +74,8 @@ class EnvelopeMethods:
             envelope_type=envelope_type,
             payload_extra=payload_extra,
         )
-        call = ep.create_envelope()
-        response = self._send(
-            call, body=multipart_body(payload, sources, [p.name for p in pdfs]), external_id=external_id
-        )
+        call = ep.create_envelope(payload, sources, [p.name for p in pdfs])
+        response = self._send(call, external_id=external_id)
         body = self._json(response, call, external_id)
         if not isinstance(body, Mapping) or not body.get("id"):
             raise self._ambiguous(call, "the answer had no envelope id", external_id)
@@ -172,17 +169,12 @@ class EnvelopeMethods:
         problems: list[str] = []
         for key in ("title", "externalId"):
             value = merged.get(key)
-            if (
-                key in merged
-                and value is not None
-                and (not isinstance(value, str) or len(value.strip()) > 255)
-            ):
-                problems.append(f"{key} must be a string of at most 255 characters")
+            if key in merged and value is not None and not isinstance(value, str):
+                problems.append(f"{key} must be a string")
         if "title" in merged and not (isinstance(merged["title"], str) and merged["title"].strip()):
             problems.append("title must not be empty")
         if not merged and not meta:
             problems.append("nothing to update: give data, meta or keyword changes")
-        problems.extend(control_character_problems(merged, "data") + control_character_problems(meta, "meta"))
         if problems:
             raise DocsignValidationError(problems, "update_envelope")
         return EnvelopeSummary.from_json(self._call(ep.update_envelope(envelope_id, merged, meta)))

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import AirflowFailException
+from airflow_provider_docsign._text import printable
 from airflow_provider_docsign.exceptions import DocsignAmbiguousWriteError, DocsignValidationError
 from airflow_provider_docsign.models import EnvelopeStatus
 from airflow_provider_docsign.operators._base import (
@@ -17,6 +18,7 @@ from airflow_provider_docsign.operators._base import (
     field_problems,
     status_value,
 )
+from airflow_provider_docsign.outgoing import email_problem
 from airflow_provider_docsign.payloads import FIELD_TYPES, RECIPIENT_ROLES
 
 if TYPE_CHECKING:
@@ -56,7 +58,7 @@ def recipient_problems(recipients: Any) -> list[str]:
         if not isinstance(r, dict):
             problems.append(f"{label}: must be an object, not {type(r).__name__}")
             continue
-        label += f" ({r.get('email') or r.get('name') or 'no email'})"
+        label += f" ({printable(r.get('email') or r.get('name') or 'no email', 100)})"
         if "fields" in r:
             problems.append(
                 f"{label}: fields cannot be added with a recipient here; use DocsignAddFieldsOperator"
@@ -65,8 +67,9 @@ def recipient_problems(recipients: Any) -> list[str]:
         if unknown:
             problems.append(f"{label}: unknown key(s) {unknown}")
         email = r.get("email")
-        if not isinstance(email, str) or len(email) > 254 or (email and "@" not in email):
-            problems.append(f'{label}: email must be an e-mail address (or ""), at most 254 characters')
+        why = email_problem(email.strip()) if isinstance(email, str) and email.strip() else None
+        if not isinstance(email, str) or why:
+            problems.append(f'{label}: email must be an e-mail address (or ""){f" ({why})" if why else ""}')
         name = r.get("name", "")
         if not isinstance(name, str) or len(name) > 255:
             problems.append(f"{label}: name must be a string of at most 255 characters")
