@@ -14,7 +14,7 @@ from .schemas import FIELD_META_DEFAULTS
 from .state import SandboxState
 from .store import Obj
 from .upload import FormData, UploadedFile
-from .validation import MISSING, Spec, check
+from .validation import MISSING, Spec, check, refuse_unstorable
 
 MAX_ITEMS = 5
 PDF_TYPES = ("application/pdf",)
@@ -135,6 +135,7 @@ def check_payload(raw: Any, spec: Spec, path: str) -> Any:
     payload = check(raw, spec, ["payload"], issues)
     if issues:
         raise validation_error(path, issues)
+    refuse_unstorable(payload, path)
     return payload
 
 
