@@ -23,6 +23,36 @@ from airflow_provider_docsign.payloads import validate_create_payload
 
 log = logging.getLogger("airflow_provider_docsign.hooks.docsign")
 
+#: The flags of ``meta.emailSettings`` (v2.17 ``ZDocumentEmailSettingsSchema``).
+EMAIL_SETTINGS = (
+    "recipientSigningRequest",
+    "recipientRemoved",
+    "recipientSigned",
+    "documentPending",
+    "documentCompleted",
+    "documentDeleted",
+    "ownerDocumentCompleted",
+    "ownerRecipientExpired",
+    "ownerDocumentCreated",
+)
+
+
+def _keep_email_settings(hook: HookCore, envelope_id: str, meta: Mapping[str, Any] | None) -> Any:
+    """``meta`` with a partial ``emailSettings`` completed from the envelope's current flags.
+
+    The real service (v2.17) parses ``meta.emailSettings`` with a default of ``true`` for every flag it
+    leaves out and then *replaces* the stored object, on ``/envelope/update`` and on
+    ``/envelope/distribute`` alike: turning one e-mail off would turn back on every other one the team
+    had turned off. So a partial object is completed from the envelope (one extra read); a complete one,
+    or none, is sent as given.
+    """
+    given = meta.get("emailSettings") if isinstance(meta, Mapping) else None
+    if not isinstance(given, Mapping) or all(key in given for key in EMAIL_SETTINGS):
+        return meta
+    current = (hook.get_envelope(envelope_id).meta or {}).get("emailSettings")
+    kept = {k: v for k, v in current.items() if k in EMAIL_SETTINGS} if isinstance(current, Mapping) else {}
+    return {**dict(meta or {}), "emailSettings": {**kept, **given}}
+
 
 class EnvelopeMethods:
     """Envelope endpoints (mixed into ``DocsignHook``)."""
@@ -156,7 +186,11 @@ class EnvelopeMethods:
         meta: Mapping[str, Any] | None = None,
         **changes: Any,
     ) -> EnvelopeSummary:
-        """Change an envelope's title, externalId, folder, visibility or meta.
+        """Change an envelope's title, externalId, folder, visibility or meta, keeping everything else.
+
+        The service changes only the keys given (``data`` and ``meta`` alike), with one exception this
+        method makes up for: a partial ``meta.emailSettings`` would reset the flags it leaves out to
+        ``true``, so it is completed from the envelope's current flags first (one extra read).
 
         :param envelope_id: The envelope id.
         :param data: Changes in the service's shape (``title``, ``externalId``, ``folderId``, ...).
@@ -177,6 +211,7 @@ class EnvelopeMethods:
             problems.append("nothing to update: give data, meta or keyword changes")
         if problems:
             raise DocsignValidationError(problems, "update_envelope")
+        meta = _keep_email_settings(self, envelope_id, meta)
         return EnvelopeSummary.from_json(self._call(ep.update_envelope(envelope_id, merged, meta)))
 
     def delete_envelope(self: HookCore, envelope_id: str) -> None:
@@ -195,8 +230,10 @@ class EnvelopeMethods:
         Note (real service): an unknown or completed envelope answers HTTP 500, not 404.
 
         :param envelope_id: The envelope id.
-        :param meta: Meta to save before sending (``subject``, ``message``, ...).
+        :param meta: Meta to save before sending (``subject``, ``message``, ...); a partial
+            ``emailSettings`` is completed from the envelope's current flags (as in :meth:`update_envelope`).
         """
+        meta = _keep_email_settings(self, envelope_id, meta)
         body = self._call(ep.distribute_envelope(envelope_id, meta))
         return dict(body) if isinstance(body, Mapping) else {"response": body}
 
