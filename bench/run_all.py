@@ -33,7 +33,7 @@ BENCHMARKS = [
     ("waiting", "bench_waiting.py", 300),
     ("http_provider", "bench_http_provider.py", 90),
     ("pipeline", "bench_pipeline.py", 180),
-    ("listener", "bench_listener.py", 90),
+    ("listener", "bench_listener.py", 180),
     ("export", "bench_export.py", 420),
     ("reconcile", "bench_reconcile.py", 180),
 ]

@@ -1,10 +1,13 @@
-"""``docsign webhooks check URL``: whether Documenso would refuse a subscription URL as private.
+r"""``docsign webhooks check URL``: whether Documenso would refuse a subscription URL as private.
 
 Documenso v2.17 does not deliver a webhook to a URL whose host is ``localhost`` or is (or resolves to)
 a private, loopback or link-local address, unless the instance lists the host in
 ``NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS``; the delivery fails with status 0 and nothing tells the
 Airflow side. This command answers the question before a webhook goes missing (the rule itself:
-:mod:`airflow_provider_docsign.webhook_urls`).
+:mod:`airflow_provider_docsign.webhook_urls`). The URL is parsed as the service parses it (WHATWG), so
+``http://127.0.0.1\@8.8.8.8/`` is judged by the host the service sees, ``127.0.0.1``. Bypass entries
+that can never match (``0x0a.0.0.1``, ``localhost.``: the service compares entries as written) are
+pointed out with the spelling that would.
 
 Exit status: 0 the service would deliver, 1 it would refuse the URL as private (the reason and the
 instance setting that lifts it are printed), 2 the URL is unusable (not http(s), no host, a host that
@@ -17,7 +20,12 @@ import argparse
 from typing import Any
 
 from airflow_provider_docsign.cli._common import EXIT_CHECK_FAILED, EXIT_OK, CliError
-from airflow_provider_docsign.webhook_urls import BYPASS_SETTING, UnusableWebhookUrl, check_webhook_url
+from airflow_provider_docsign.webhook_urls import (
+    BYPASS_SETTING,
+    UnusableWebhookUrl,
+    check_webhook_url,
+    unmatchable_bypass_entries,
+)
 
 _EPILOG = f"""examples:
   docsign webhooks check https://airflow.example.com:8790/docsign
@@ -25,7 +33,7 @@ _EPILOG = f"""examples:
 
 The host is resolved from this machine; the service resolves it from where it runs, which may
 answer differently (split-horizon DNS). Pass --bypass-hosts with the instance's {BYPASS_SETTING}
-to check a URL against it.
+to check a URL against it. The URL is parsed as the service parses it (WHATWG URL standard).
 
 exit status: 0 would be delivered, 1 would be refused as private, 2 unusable URL."""
 
@@ -58,15 +66,33 @@ def register(subparsers: Any) -> None:
     check.set_defaults(func=run)
 
 
+def _entry_notes(bypass_hosts: str) -> list[str]:
+    notes = []
+    for entry, canonical in unmatchable_bypass_entries(bypass_hosts).items():
+        spelling = f"write it {canonical}" if canonical else "it is not a host name or IP address"
+        notes.append(
+            f"note: the {BYPASS_SETTING} entry {entry!r} never matches (the service compares entries as "
+            f"written with hosts as its URL parser writes them): {spelling}"
+        )
+    return notes
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the subcommand; returns the exit status."""
+    notes = _entry_notes(args.bypass_hosts)
     try:
         verdict = check_webhook_url(args.url, args.bypass_hosts)
     except UnusableWebhookUrl as error:
         raise CliError(f"unusable webhook URL: {error}") from None
     if verdict.allowed:
         print(f"would be delivered: {verdict.reason}")
-        return EXIT_OK
-    print(f"would be refused as private: {verdict.reason}")
-    print(f"to allow it: {verdict.remedy}")
-    return EXIT_CHECK_FAILED
+        status = EXIT_OK
+    else:
+        print(f"would be refused as private: {verdict.reason}")
+        if verdict.stricter:
+            print("(a range this check refuses and the service does not: the service may deliver)")
+        print(f"to allow it: {verdict.remedy}")
+        status = EXIT_CHECK_FAILED
+    for note in notes:
+        print(note)
+    return status

@@ -1,4 +1,4 @@
-"""Control API for the sandbox's outgoing webhooks: subscribe, inspect deliveries, drop (a fault)."""
+"""Control API for the sandbox's outgoing webhooks: subscribe, deliveries, drop (a fault), DNS answers."""
 
 from __future__ import annotations
 
@@ -49,4 +49,19 @@ async def clear(request: Request) -> Response:
     """Remove every subscription, the drop fault and the log."""
     authenticate(request, "sandbox.webhooks")
     state_of(request).webhooks.clear()
+    return ok({"success": True})
+
+
+@router.post("/webhooks/dns")
+async def dns(request: Request) -> Response:
+    """``{answers: {name: [[address, ...], ...]}}``: fixed answers for names, one list per lookup."""
+    authenticate(request, "sandbox.webhooks")
+    body = await json_body(request)
+    answers = body.get("answers")
+    if not isinstance(answers, dict):
+        raise ApiError(400, {"error": "answers must be an object: {name: [[address, ...], ...]}"})
+    try:
+        state_of(request).webhooks.set_dns(answers)
+    except ValueError as error:
+        raise ApiError(400, {"error": str(error)}) from None
     return ok({"success": True})

@@ -364,8 +364,16 @@ class SandboxServer:
         self._control("POST", "/webhooks/drop", json={"count": count})
 
     def clear_webhooks(self) -> None:
-        """Remove every webhook subscription, the drop fault and the delivery log."""
+        """Remove every webhook subscription, the drop fault, the DNS answers and the delivery log."""
         self._control("POST", "/webhooks/clear")
+
+    def set_webhook_dns(self, answers: dict[str, list[list[str]]]) -> None:
+        """Give webhook host names fixed DNS answers, one address list per lookup (the last repeats).
+
+        ``{"hooks.test": [["127.0.0.1"], ["127.0.0.3"]]}``: the first lookup answers 127.0.0.1, every
+        later one 127.0.0.3 (a rebinding name); ``[[]]`` does not resolve. Other names use the system's.
+        """
+        self._control("POST", "/webhooks/dns", json={"answers": answers})
 
     def certificate_pem(self) -> bytes:
         """The sandbox's sealing certificate (PEM), from ``GET /_sandbox/certificate``."""

@@ -7,21 +7,36 @@ leave stops it. Like the envelope poller it is owned by its event loop: no lock.
 HTTP/1.1 is parsed by `h11 <https://h11.readthedocs.io>`_ (the protocol engine under httpx and
 uvicorn), fed from asyncio streams; there is no hand-written request parsing here. The triggerer also
 runs every deferred sensor, so an unauthenticated client must not be able to make it spend memory or
-time. Each connection is handled in this order, and stops at the first refusal:
+time, nor keep deliveries out. Each connection is handled in this order, and stops at the first
+refusal:
 
-1. over :attr:`WebhookListener.max_connections` open connections: ``503`` at once, nothing read;
-2. the request line and headers, within :data:`HEADER_TIMEOUT` seconds (else ``408``), each line at
-   most :data:`MAX_LINE_BYTES` (else ``414`` for the request line, ``431`` for a header) and
-   :data:`MAX_HEAD_BYTES` in all (``431``, h11's ``max_incomplete_event_size``);
+1. admission: a new connection always gets a slot among the :attr:`WebhookListener.max_connections`
+   connections still waiting for their request head; when they are all taken, one of them gives its
+   slot up (answered ``503`` and closed): the oldest of the client address that holds the most;
+2. the request line and headers, within the head timeout (:data:`DEFAULT_HEAD_TIMEOUT`, 2 s; else
+   ``408`` and closed), each line at most :data:`MAX_LINE_BYTES` (else ``414`` for the request line,
+   ``431`` for a header) and :data:`MAX_HEAD_BYTES` in all (``431``, h11's ``max_incomplete_event_size``);
 3. the method (``405`` for anything but POST), the path (``404`` when no trigger listens there) and
    ``X-Documenso-Secret`` against every subscription (``hmac.compare_digest``, constant time; ``401``)
    -- all without reading a byte of the body;
-4. only then the body: ``413`` when the declared ``Content-Length`` exceeds ``max_body_bytes`` (not
-   read) or a chunked body grows past it; within :data:`BODY_TIMEOUT` seconds (else ``408``);
+4. an authenticated request takes one of ``max_connections`` slots of its own (``503`` when they are
+   all taken: only clients that know the secret can take them); then the body: ``413`` when the
+   declared ``Content-Length`` exceeds ``max_body_bytes`` (not read) or a chunked body grows past it;
+   within :data:`BODY_TIMEOUT` seconds (else ``408``);
 5. ``400`` for a body that is not a webhook (malformed or too deeply nested JSON, no event, no envelope
    id) or whose event no subscription with that secret accepts;
 6. ``200``, then each matching subscription gets the parsed
    :class:`~airflow_provider_docsign.webhook_events.WebhookEvent`.
+
+Why deliveries are not starved by a flood of connections that send nothing (or too little), from one
+address or many: such connections never reach step 4, so the authenticated slots are a reserve that
+only the secret opens; and they cannot keep a new connection out of step 2 either, because admission
+never refuses the newcomer: it closes the longest-waiting connection of the busiest client address.
+Documenso sends its whole request head at once, so its connection completes step 2 within
+milliseconds of being accepted; to push it out, a flood would have to open ``max_connections`` new
+connections in that moment. Idle connections cost one slot each for at most the head timeout, and
+the slots bound what the listener holds: at most ``max_connections`` waiting heads (each at most
+:data:`MAX_HEAD_BYTES`), ``max_connections`` bodies and ``max_connections`` lingering refusals.
 
 A body is never logged: it carries every recipient's signing token. Values from the request that do
 reach a log line (event name, envelope id) have their control characters escaped, so a CR/LF in an
@@ -37,6 +52,7 @@ import json
 import logging
 import threading
 import weakref
+from collections import Counter
 from collections.abc import Sequence
 
 import h11
@@ -50,6 +66,7 @@ from airflow_provider_docsign.webhook_events import (
 )
 
 __all__ = [
+    "DEFAULT_HEAD_TIMEOUT",
     "DEFAULT_MAX_CONNECTIONS",
     "WebhookListener",
     "WebhookSubscription",
@@ -59,15 +76,17 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Seconds a client may take to send its request line and headers.
-HEADER_TIMEOUT = 10.0
+#: Seconds a client may take, from its connection, to send its request line and headers (Documenso
+#: sends them at once); then it is answered 408 and closed, and its slot is free.
+DEFAULT_HEAD_TIMEOUT = 2.0
 #: Seconds an authenticated client may take to send its body (the service itself gives up after 10 s).
 BODY_TIMEOUT = 10.0
 #: The longest request or header line, CRLF included.
 MAX_LINE_BYTES = 8 * 1024
 #: The request line and all headers together.
 MAX_HEAD_BYTES = 32 * 1024
-#: Open connections above which a new one is answered 503 and closed.
+#: Connections waiting for their request head (a new one takes the place of the oldest of the busiest
+#: address), and, separately, authenticated requests reading their bodies (503 above).
 DEFAULT_MAX_CONNECTIONS = 64
 #: After a refusal with the body unread, read and discard at most this much (and for at most
 #: :data:`LINGER_SECONDS`) before closing, so that the client reads the answer instead of a reset.
@@ -91,6 +110,44 @@ class _Refused(Exception):
         self.status = status
 
 
+class _Waiting:
+    """A connection whose request head is not complete yet: it holds one admission slot."""
+
+    __slots__ = ("evicted", "peer", "transport")
+
+    def __init__(self, peer: str, transport: asyncio.WriteTransport) -> None:
+        self.peer = peer
+        self.transport = transport
+        self.evicted = False
+
+
+def _peer(writer: asyncio.StreamWriter) -> str:
+    """The client's address (without its port): connections are counted per address."""
+    peername = writer.get_extra_info("peername")
+    return str(peername[0]) if isinstance(peername, tuple) and peername else "?"
+
+
+def _serialise(conn: h11.Connection, status: int) -> bytes:
+    """A whole response: status line, headers (connection: close) and the ``{"ok": ...}`` body."""
+    body = json.dumps({"ok": status == 200}).encode()
+    response = h11.Response(
+        status_code=status,
+        reason=_REASONS.get(status, "Error").encode("ascii"),
+        headers=[
+            ("content-type", "application/json"),
+            ("content-length", str(len(body))),
+            ("connection", "close"),
+        ],
+    )
+    data = conn.send(response) or b""
+    data += conn.send(h11.Data(data=body)) or b""
+    return data + (conn.send(h11.EndOfMessage()) or b"")
+
+
+#: What a waiting connection that gives its slot up gets before it is closed.
+_EVICTED = _serialise(h11.Connection(h11.SERVER), 503)
+
+
 class WebhookSubscription:
     """One trigger's registration: its secret, path, limits, accepted events and queue of events.
 
@@ -99,7 +156,9 @@ class WebhookSubscription:
     :param events: The accepted event names.
     :param max_body: The largest body this subscription accepts, in bytes.
     :param path: The request path it listens on (``None``: any path).
-    :param max_connections: The open connections it allows the listener (the largest of all wins).
+    :param max_connections: The listener's slots for connections waiting for their head, and for
+        authenticated requests (the largest of all subscriptions wins).
+    :param head_timeout: Seconds a connection may take to send its request head (the largest wins).
     """
 
     def __init__(
@@ -110,6 +169,7 @@ class WebhookSubscription:
         max_body: int,
         path: str | None = None,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        head_timeout: float = DEFAULT_HEAD_TIMEOUT,
     ) -> None:
         self.listener = listener
         self._secret = secret.encode("utf-8")
@@ -117,6 +177,7 @@ class WebhookSubscription:
         self.max_body = max_body
         self.path = path
         self.max_connections = max_connections
+        self.head_timeout = head_timeout
         self.queue: asyncio.Queue[WebhookEvent] = asyncio.Queue()
         self.closed = False
 
@@ -150,7 +211,9 @@ class WebhookListener:
         self._subs: dict[WebhookSubscription, None] = {}
         self._server: asyncio.Server | None = None
         self._starting: asyncio.Lock = asyncio.Lock()
-        self._active = 0
+        # Connections waiting for their head, oldest first (insertion order), and authenticated ones.
+        self._waiting: dict[_Waiting, None] = {}
+        self._authenticated = 0
         self._lingering = 0
         #: Requests answered, by status (for tests and operators' curiosity).
         self.answered: dict[int, int] = {}
@@ -160,8 +223,23 @@ class WebhookListener:
 
     @property
     def max_connections(self) -> int:
-        """The connection cap: the largest any subscription asks for."""
+        """The slots of each kind: the largest number any subscription asks for."""
         return max((s.max_connections for s in self._subs), default=DEFAULT_MAX_CONNECTIONS)
+
+    @property
+    def head_timeout(self) -> float:
+        """Seconds a connection may take to send its request head: the largest any subscription allows."""
+        return max((s.head_timeout for s in self._subs), default=DEFAULT_HEAD_TIMEOUT)
+
+    @property
+    def waiting(self) -> int:
+        """Connections waiting for their request head now."""
+        return len(self._waiting)
+
+    @property
+    def authenticated(self) -> int:
+        """Authenticated requests whose body is being read now."""
+        return self._authenticated
 
     async def subscribe(
         self,
@@ -171,9 +249,10 @@ class WebhookListener:
         *,
         path: str | None = None,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        head_timeout: float = DEFAULT_HEAD_TIMEOUT,
     ) -> WebhookSubscription:
         """Register a trigger; starts the server on first use."""
-        sub = WebhookSubscription(self, secret, events, max_body, path, max_connections)
+        sub = WebhookSubscription(self, secret, events, max_body, path, max_connections, head_timeout)
         self._subs[sub] = None
         async with self._starting:
             if self._server is None:
@@ -210,44 +289,68 @@ class WebhookListener:
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
+        waiting = self._admit(writer)
         deliver: list[tuple[WebhookSubscription, WebhookEvent]] = []
-        if self._active >= self.max_connections:
-            status = 503
+        try:
+            status, deliver = await self._exchange(conn, reader, waiting)
+        except (ConnectionError, OSError):
+            status = 0  # the client went away: nobody to answer
+        except Exception as error:  # a bug here must not kill the connection silently
+            # The type only: a message could quote the request.
+            log.warning("Docsign webhook refused (400): %s while reading it", type(error).__name__)
+            status = 400
+        finally:
+            self._waiting.pop(waiting, None)
+        if waiting.evicted:
+            return  # answered 503 and closed when a newer connection took its slot
+        if status:
             await self._answer(writer, conn, status)
-        else:
-            self._active += 1
-            try:
-                try:
-                    status, deliver = await self._exchange(conn, reader)
-                except (ConnectionError, OSError):
-                    status = 0  # the client went away: nobody to answer
-                except Exception as error:  # a bug here must not kill the connection silently
-                    # The type only: a message could quote the request.
-                    log.warning("Docsign webhook refused (400): %s while reading it", type(error).__name__)
-                    status = 400
-                if status:
-                    await self._answer(writer, conn, status)
-            finally:
-                self._active -= 1
         # Answered first: only now does any trigger (and so Airflow) see the event.
         for sub, event in deliver:
             if not sub.closed:
                 sub.queue.put_nowait(event)
-        if status and conn.their_state is not h11.DONE:
+        # A client that timed out is not waited for again; one refused with its body unsent is, briefly.
+        if status and status != 408 and conn.their_state is not h11.DONE:
             await self._linger(reader)
         with contextlib.suppress(ConnectionError, OSError):
             writer.close()
 
+    def _admit(self, writer: asyncio.StreamWriter) -> _Waiting:
+        """Give a new connection a slot, taking one from a waiting connection when all are taken."""
+        if len(self._waiting) >= self.max_connections:
+            # The oldest connection of the address that holds the most slots gives its slot up.
+            held = Counter(w.peer for w in self._waiting)
+            most = max(held.values())
+            victim = next(w for w in self._waiting if held[w.peer] == most)
+            del self._waiting[victim]
+            victim.evicted = True
+            self.answered[503] = self.answered.get(503, 0) + 1
+            log.debug("Docsign webhook listener: a connection from %s gave its slot up (503)", victim.peer)
+            with contextlib.suppress(ConnectionError, OSError, RuntimeError):
+                victim.transport.write(_EVICTED)
+                victim.transport.close()
+        waiting = _Waiting(_peer(writer), writer.transport)
+        self._waiting[waiting] = None
+        return waiting
+
     async def _exchange(
-        self, conn: h11.Connection, reader: asyncio.StreamReader
+        self, conn: h11.Connection, reader: asyncio.StreamReader, waiting: _Waiting
     ) -> tuple[int, list[tuple[WebhookSubscription, WebhookEvent]]]:
+        async def head() -> h11.Request | None:
+            try:
+                return await _read_head(conn, reader)
+            finally:
+                # Complete (or never to be): the slot is free, and the connection can no longer be
+                # chosen to give it up. Done here, in the reading task, with no await in between.
+                self._waiting.pop(waiting, None)
+
         try:
-            request = await asyncio.wait_for(_read_head(conn, reader), HEADER_TIMEOUT)
+            request = await asyncio.wait_for(head(), self.head_timeout)
         except (asyncio.TimeoutError, TimeoutError):
             return 408, []
         except _Refused as refused:
             return refused.status, []
-        if request is None:
+        if request is None or waiting.evicted:
             return 0, []
         # Method, path and secret: all decided from the head, with the body still unread.
         if request.method != b"POST":
@@ -268,6 +371,25 @@ class WebhookListener:
         lengths = [value for name, value in request.headers if name == b"content-length"]
         if lengths and int(lengths[0]) > cap:  # h11 has checked it is one non-negative integer
             return 413, []
+        if self._authenticated >= self.max_connections:
+            log.warning(
+                "Docsign webhook refused (503): %d authenticated deliveries are already being read",
+                self._authenticated,
+            )
+            return 503, []
+        self._authenticated += 1
+        try:
+            return await self._body(conn, reader, matching, cap)
+        finally:
+            self._authenticated -= 1
+
+    async def _body(
+        self,
+        conn: h11.Connection,
+        reader: asyncio.StreamReader,
+        matching: list[WebhookSubscription],
+        cap: int,
+    ) -> tuple[int, list[tuple[WebhookSubscription, WebhookEvent]]]:
         try:
             body = await asyncio.wait_for(_read_body(conn, reader, cap), BODY_TIMEOUT)
         except (asyncio.TimeoutError, TimeoutError):
@@ -295,23 +417,10 @@ class WebhookListener:
 
     async def _answer(self, writer: asyncio.StreamWriter, conn: h11.Connection, status: int) -> None:
         self.answered[status] = self.answered.get(status, 0) + 1
-        body = json.dumps({"ok": status == 200}).encode()
-        response = h11.Response(
-            status_code=status,
-            reason=_REASONS.get(status, "Error").encode("ascii"),
-            headers=[
-                ("content-type", "application/json"),
-                ("content-length", str(len(body))),
-                ("connection", "close"),
-            ],
-        )
         try:
-            data = conn.send(response)
+            data = _serialise(conn, status)
         except h11.LocalProtocolError:  # e.g. after a protocol error mid-way: a fresh state machine
-            conn = h11.Connection(h11.SERVER)
-            data = conn.send(response)
-        data = (data or b"") + (conn.send(h11.Data(data=body)) or b"")
-        data += conn.send(h11.EndOfMessage()) or b""
+            data = _serialise(h11.Connection(h11.SERVER), status)
         with contextlib.suppress(ConnectionError, OSError):
             writer.write(data)
             await writer.drain()

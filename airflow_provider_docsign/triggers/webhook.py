@@ -25,10 +25,19 @@ if not AIRFLOW_V_3_0_PLUS:
         "whose polls are coalesced 20 envelopes per request in the triggerer."
     )
 
-from airflow_provider_docsign.triggers._listener import DEFAULT_MAX_CONNECTIONS, listener_for
+from airflow_provider_docsign.triggers._listener import (
+    DEFAULT_HEAD_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    listener_for,
+)
 from airflow_provider_docsign.webhook_events import DEFAULT_EVENTS, normalize_events
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_CONNECTIONS", "DocsignWebhookEventTrigger"]
+__all__ = [
+    "DEFAULT_HEAD_TIMEOUT",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_CONNECTIONS",
+    "DocsignWebhookEventTrigger",
+]
 
 #: Real deliveries are a few KB (the document and its recipients); 1 MiB leaves room for hundreds.
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
@@ -42,11 +51,11 @@ class DocsignWebhookEventTrigger(BaseEventTrigger):  # type: ignore[misc,valid-t
     h11. A delivery is answered (2xx) before Airflow does anything with it. Method (405), path (404) and
     secret (401) are checked from the headers, before any of the body is read; malformed or deeply
     nested JSON, an event not accepted (400) and an oversized body (413) are refused and trigger
-    nothing. Header lines are capped at 8 KiB and the head at 32 KiB; over ``max_connections`` open
-    connections a new one gets 503. Each event carries only ``envelope_id``, ``event``, ``status``,
-    ``time``, ``rejection_reason`` and ``recipient_id`` (the recipient whose link expired, for
-    ``RECIPIENT_EXPIRED``): the body (which holds every signer's signing token) is never logged or
-    passed on.
+    nothing. Header lines are capped at 8 KiB and the head at 32 KiB, sent within ``head_timeout``; a
+    flood of connections that send nothing cannot keep deliveries out (see ``max_connections``). Each
+    event carries only ``envelope_id``, ``event``, ``status``, ``time``, ``rejection_reason`` and
+    ``recipient_id`` (the recipient whose link expired, for ``RECIPIENT_EXPIRED``): the body (which
+    holds every signer's signing token) is never logged or passed on.
 
     :param port: The TCP port to listen on (the subscription URL points here).
     :param host: The address to bind: loopback by default, or an interface the service can reach.
@@ -59,8 +68,13 @@ class DocsignWebhookEventTrigger(BaseEventTrigger):  # type: ignore[misc,valid-t
     :param max_body_bytes: Larger bodies are refused with 413 without being read.
     :param path: The request path deliveries are posted to, e.g. ``/hook`` (other paths get 404);
         ``None`` (default) accepts any path.
-    :param max_connections: Open connections the listener allows; above, a new one is answered 503
-        and closed. Triggers sharing a port share the largest value.
+    :param max_connections: Connections the listener keeps waiting for their request head (when all
+        are taken, a new one takes the place of the oldest of the busiest client address, which gets
+        503), and, separately, authenticated deliveries whose body it reads at once (503 above).
+        Triggers sharing a port share the largest value.
+    :param head_timeout: Seconds a connection may take to send its request line and headers (default
+        2; Documenso sends them at once); then it is answered 408 and closed. Triggers sharing a port
+        share the largest value.
     """
 
     def __init__(
@@ -73,6 +87,7 @@ class DocsignWebhookEventTrigger(BaseEventTrigger):  # type: ignore[misc,valid-t
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         path: str | None = None,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        head_timeout: float = DEFAULT_HEAD_TIMEOUT,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
@@ -83,6 +98,12 @@ class DocsignWebhookEventTrigger(BaseEventTrigger):  # type: ignore[misc,valid-t
             raise ValueError(f"path must start with '/' and carry no query string, got {path!r}")
         if not isinstance(max_connections, int) or isinstance(max_connections, bool) or max_connections < 1:
             raise ValueError(f"max_connections must be a positive integer, got {max_connections!r}")
+        if (
+            not isinstance(head_timeout, (int, float))
+            or isinstance(head_timeout, bool)
+            or not 0 < head_timeout <= 60
+        ):
+            raise ValueError(f"head_timeout must be a number of seconds in (0, 60], got {head_timeout!r}")
         self.port = port
         self.host = str(host)
         self.secret_conn_id = str(secret_conn_id)
@@ -90,6 +111,7 @@ class DocsignWebhookEventTrigger(BaseEventTrigger):  # type: ignore[misc,valid-t
         self.max_body_bytes = max_body_bytes
         self.path = path
         self.max_connections = max_connections
+        self.head_timeout = float(head_timeout)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         """Return the import path and the JSON-safe keyword arguments (no secret among them)."""
@@ -103,6 +125,7 @@ class DocsignWebhookEventTrigger(BaseEventTrigger):  # type: ignore[misc,valid-t
                 "max_body_bytes": self.max_body_bytes,
                 "path": self.path,
                 "max_connections": self.max_connections,
+                "head_timeout": self.head_timeout,
             },
         )
 
@@ -116,7 +139,12 @@ class DocsignWebhookEventTrigger(BaseEventTrigger):  # type: ignore[misc,valid-t
                 "secret (an empty secret would accept anyone's deliveries)"
             )
         subscription = await listener_for(self.host, self.port).subscribe(
-            secret, self.events, self.max_body_bytes, path=self.path, max_connections=self.max_connections
+            secret,
+            self.events,
+            self.max_body_bytes,
+            path=self.path,
+            max_connections=self.max_connections,
+            head_timeout=self.head_timeout,
         )
         try:
             while True:

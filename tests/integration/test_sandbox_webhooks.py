@@ -28,7 +28,7 @@ RECORDED = SPEC_DIR / "recorded" / "webhooks"
 class Receiver:
     """Records deliveries; answers the scripted statuses first, then 200."""
 
-    def __init__(self, statuses: list[int]) -> None:
+    def __init__(self, statuses: list[int], host: str = "127.0.0.1") -> None:
         self.statuses = list(statuses)
         self.got: list[tuple[dict[str, str], dict[str, Any], int]] = []
         receiver = self
@@ -45,17 +45,18 @@ class Receiver:
             def log_message(self, *args: Any) -> None:  # bodies hold signing tokens: never logged
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+        self.server = ThreadingHTTPServer((host, 0), Handler)
+        self.port = int(self.server.server_address[1])
+        self.url = f"http://{host}:{self.port}/hook"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
 
 @pytest.fixture
-def receiver_factory(sandbox: SandboxServer) -> Iterator[Callable[[list[int]], Receiver]]:
+def receiver_factory(sandbox: SandboxServer) -> Iterator[Callable[..., Receiver]]:
     made: list[Receiver] = []
 
-    def make(statuses: list[int]) -> Receiver:
-        receiver = Receiver(statuses)
+    def make(statuses: list[int], host: str = "127.0.0.1") -> Receiver:
+        receiver = Receiver(statuses, host)
         receiver.thread.start()
         made.append(receiver)
         return receiver
@@ -102,6 +103,7 @@ def test_completion_is_delivered_with_the_real_shape_and_retried_like_the_servic
             "event": "DOCUMENT_COMPLETED",
             "envelopeId": envelope_id,
             "url": receiver.url,
+            "address": "127.0.0.1",
             "attempts": [500, 503, 200],
         }
     ]
@@ -192,10 +194,83 @@ def test_a_private_subscription_is_refused_until_the_instance_lists_its_host(
         }
     ]
     assert allowed == [
-        {"event": "DOCUMENT_COMPLETED", "envelopeId": allowed_id, "url": receiver.url, "attempts": [200]}
+        {
+            "event": "DOCUMENT_COMPLETED",
+            "envelopeId": allowed_id,
+            "url": receiver.url,
+            "address": "127.0.0.1",
+            "attempts": [200],
+        }
     ]
     # The refused delivery made no request at all; the allowed one arrived.
     assert [body["payload"]["envelopeId"] for _, body, _ in receiver.got] == [allowed_id]
+
+
+def test_the_sandbox_judges_the_host_it_connects_to(
+    sandbox: SandboxServer,
+    docsign_conn: str,
+    make_pdf: Callable[..., Path],
+    receiver_factory: Callable[..., Receiver],
+) -> None:
+    """Issue 29: ``http://127.0.0.2:P\\@8.8.8.8/`` was checked as 8.8.8.8 (urllib) and sent to 127.0.0.2.
+
+    The WHATWG parser (the service's) reads host 127.0.0.2, which this instance does not list (it
+    lists 127.0.0.1): refused, and no request reaches the receiver listening on 127.0.0.2.
+    """
+    receiver = receiver_factory([], host="127.0.0.2")
+    url = f"http://127.0.0.2:{receiver.port}\\@8.8.8.8/hook"
+    sandbox.add_webhook(url, "s3cret-webhook", ["DOCUMENT_COMPLETED"])
+    envelope_id = _sent(DocsignHook(), make_pdf(), "Backslash webhook")
+    sandbox.complete(envelope_id)
+    log = _deliveries(sandbox, 1, lambda d: len(d["attempts"]) == 4)
+    assert log == [
+        {
+            "event": "DOCUMENT_COMPLETED",
+            "envelopeId": envelope_id,
+            "url": url,
+            "attempts": [0, 0, 0, 0],
+            "refused": "127.0.0.2 is a loopback address; add 127.0.0.2 to the Documenso instance's "
+            "NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS (comma-separated) and restart it",
+        }
+    ]
+    assert receiver.got == []
+
+
+def test_a_delivery_resolves_once_and_connects_to_the_address_it_checked(
+    tmp_path: Path, make_pdf: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name that answers 127.0.0.1 once, then 127.0.0.3 (rebinding): every attempt goes to 127.0.0.1.
+
+    Had any attempt looked the name up again it would have connected to 127.0.0.3, where nothing
+    listens (status 0). The Host header is the URL's. A name that resolves to loopback and is not
+    listed is refused by its address.
+    """
+    receiver = Receiver([500, 503])
+    receiver.thread.start()
+    bypass = ["--webhook-ssrf-bypass-hosts", "hooks.test"]
+    try:
+        with SandboxServer(tmp_path / "dns", api_key="api_webhookdns0001", extra_args=bypass) as instance:
+            monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_DEFAULT", conn_json(instance))
+            instance.set_webhook_dns(
+                {"hooks.test": [["127.0.0.1"], ["127.0.0.3"]], "rebind.test": [["127.0.0.1"]]}
+            )
+            pinned_url = f"http://hooks.test:{receiver.port}/hook"
+            refused_url = f"http://rebind.test:{receiver.port}/hook"
+            instance.add_webhook(pinned_url, "s3cret-webhook", ["DOCUMENT_COMPLETED"])
+            instance.add_webhook(refused_url, "s3cret-webhook", ["DOCUMENT_COMPLETED"])
+            envelope_id = _sent(DocsignHook(), make_pdf(), "Pinned webhook")
+            instance.complete(envelope_id)
+            log = _deliveries(instance, 2, lambda d: 200 in d["attempts"] or len(d["attempts"]) == 4)
+    finally:
+        receiver.server.shutdown()
+        receiver.server.server_close()
+
+    by_url = {d["url"]: d for d in log}
+    assert by_url[pinned_url]["address"] == "127.0.0.1"
+    assert by_url[pinned_url]["attempts"] == [500, 503, 200]
+    assert [headers["host"] for headers, _, _ in receiver.got] == [f"hooks.test:{receiver.port}"] * 3
+    assert by_url[refused_url]["refused"].startswith("rebind.test resolves to 127.0.0.1, a loopback address")
+    assert "address" not in by_url[refused_url]
 
 
 def test_expiry_and_reminder_webhooks_in_the_recorded_shape(
