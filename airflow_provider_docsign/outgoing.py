@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -88,6 +88,8 @@ FREE_TEXT: dict[str, str] = {
 DEFAULT_MAX_LENGTH = 5000
 
 _MAX_DEPTH = 32
+#: A string with no rule of its own this short cannot break the default length limit.
+_SHORT = DEFAULT_MAX_LENGTH // 2
 
 _BIDI = "\u202a-\u202e\u2066-\u2069"
 _INVISIBLE = "\u200b-\u200d\u2060-\u2064\u180e\ufeff"
@@ -261,50 +263,85 @@ def _fields(route: str | None) -> tuple[dict[str, _Field], tuple[tuple[re.Patter
     return exact, tuple(wild)
 
 
-def _strings(value: Any, where: str, pattern: str, depth: int) -> Iterator[tuple[str, str, str | None, bool]]:
-    """``(where, pattern, text, is_key)`` for every string under ``value``, the keys of objects included.
-
-    ``text`` is None where the value is nested too deeply to follow.
-    """
-    if isinstance(value, str):
-        yield where, pattern, value, False
-    elif depth > _MAX_DEPTH:
-        yield where, pattern, None, False
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            name = str(key)
-            shown = printable(name, 200)
-            sub_where = f"{where}.{shown}" if where else shown
-            sub_pattern = f"{pattern}.{name}" if pattern else name
-            yield f"the key '{shown}' of {where or 'the body'}", sub_pattern, name, True
-            yield from _strings(item, sub_where, sub_pattern, depth + 1)
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            yield from _strings(item, f"{where}[{index}]", f"{pattern}[]", depth + 1)
+def _where(path: list[str], is_key: bool) -> str:
+    """The JSON path as shown in a problem (escaped); for a key, which key of which object."""
+    if not is_key:
+        return printable("".join(path), 300) or "the body"
+    parent = printable("".join(path[:-1]), 300) or "the body"
+    return f"the key '{printable(path[-1].removeprefix('.'), 200)}' of {parent}"
 
 
-def _problem(route: str | None, where: str, pattern: str, text: str, *, is_key: bool) -> str | None:
-    """The problem of one string (a value, or with ``is_key`` the key of an object), or None."""
-    free = any(regex.fullmatch(pattern) for regex in _FREE_PATTERNS)
-    found = text_problem(text, where, multiline=pattern in MULTILINE and not is_key, free=free)
-    if found:
-        return found
-    exact, wild = _fields(route)
-    spec = exact.get(pattern) or next((s for regex, s in wild if regex.fullmatch(pattern)), None)
-    spec = _Field() if spec is None or is_key else spec
-    limit = spec.max_length or DEFAULT_MAX_LENGTH
-    length = js_length(text)
-    if length > limit:
-        return f"{where} is {length} characters long; the maximum is {limit}"
-    if spec.email and not (text == "" and spec.empty_email):
-        why = email_problem(text)
-        if why:
-            return f"{where}: {printable(text, 100)!r} is not an e-mail address the service can take ({why})"
-    if spec.url or (not is_key and pattern.rsplit(".", 1)[-1] == "redirectUrl"):
-        why = None if text == "" and not spec.url else url_problem(text)
-        if why:
-            return f"{where} must be an http or https URL ({why})"
-    return None
+class _Check:
+    """One request's walk: the route's rules and the problems found (names are escaped only when shown)."""
+
+    def __init__(self, route: str | None) -> None:
+        self.exact, self.wild = _fields(route)
+        self.problems: list[str] = []
+
+    def walk(self, value: Any, where: list[str], pattern: str, depth: int) -> None:
+        """Check every string under ``value``; ``where`` is the path so far, joined only for a problem."""
+        if isinstance(value, str):
+            # The common case costs one regex search: clean text, no rule of its own, short enough.
+            plain = pattern not in self.exact and not self.wild and not pattern.endswith("redirectUrl")
+            if not plain or 2 * len(value) > _SHORT or _STRICT.search(value):
+                self.string(value, where, pattern, is_key=False)
+            return
+        if value is None or isinstance(value, int | float):  # bool is an int
+            return
+        if depth > _MAX_DEPTH:
+            self.problems.append(
+                f"{printable(''.join(where), 300)} is nested more than {_MAX_DEPTH} levels deep"
+            )
+        elif isinstance(value, dict) or isinstance(value, Mapping):  # noqa: SIM101 - dict is the fast check
+            for key, item in value.items():
+                name = key if isinstance(key, str) else str(key)
+                sub_pattern = f"{pattern}.{name}" if pattern else name
+                where.append(f".{name}" if where else name)
+                if 2 * len(name) > _SHORT or _STRICT.search(name):
+                    self.string(name, where, sub_pattern, is_key=True)
+                self.walk(item, where, sub_pattern, depth + 1)
+                where.pop()
+        elif isinstance(value, list | tuple):
+            sub_pattern = f"{pattern}[]"
+            for index, item in enumerate(value):
+                where.append(f"[{index}]")
+                self.walk(item, where, sub_pattern, depth + 1)
+                where.pop()
+
+    def string(self, text: str, where: list[str], pattern: str, *, is_key: bool) -> None:
+        found = self.problem(text, where, pattern, is_key=is_key)
+        if found:
+            self.problems.append(found)
+
+    def problem(self, text: str, path: list[str], pattern: str, *, is_key: bool) -> str | None:
+        """The problem of one string (a value, or with ``is_key`` the key of an object), or None."""
+        if _STRICT.search(text):  # rare: only then are the field's exceptions looked up
+            free = any(regex.fullmatch(pattern) for regex in _FREE_PATTERNS)
+            multiline = pattern in MULTILINE and not is_key
+            found = text_problem(text, _where(path, is_key), multiline=multiline, free=free)
+            if found:
+                return found
+        spec = None if is_key else self.exact.get(pattern)
+        if spec is None and self.wild and not is_key:
+            spec = next((s for regex, s in self.wild if regex.fullmatch(pattern)), None)
+        limit = (spec.max_length if spec else None) or DEFAULT_MAX_LENGTH
+        if 2 * len(text) > limit:  # a string holds at most 2 UTF-16 units per character
+            length = js_length(text)
+            if length > limit:
+                return f"{_where(path, is_key)} is {length} characters long; the maximum is {limit}"
+        if spec and spec.email and not (text == "" and spec.empty_email):
+            why = email_problem(text)
+            if why:
+                shown = f"{_where(path, is_key)}: {printable(text, 100)!r}"
+                return f"{shown} is not an e-mail address the service can take ({why})"
+        url = spec.url if spec else False
+        if url or (
+            not is_key and pattern.endswith("redirectUrl") and pattern.rsplit(".", 1)[-1] == "redirectUrl"
+        ):
+            why = None if text == "" and not url else url_problem(text)
+            if why:
+                return f"{_where(path, is_key)} must be an http or https URL ({why})"
+        return None
 
 
 def check_request(
@@ -325,32 +362,22 @@ def check_request(
     :param params: The query parameters (named ``?name`` in problems).
     :param file_names: The file names of a multipart body's parts (the service makes them item titles).
     """
-    route = _route(method, path)
-    problems: list[str] = []
+    check = _Check(_route(method, path))
     found = text_problem(unquote(path, errors="surrogatepass"), "the path")  # ids are sent in it
     if found:
-        problems.append(found)
+        check.problems.append(found)
+    bare = _Check(None)
     for index, name in enumerate(file_names):
-        found = _problem(None, f"the name of file #{index}", "", str(name), is_key=False)
-        if found:
-            problems.append(found)
-    for body in (json, payload):
-        if body is None:
-            continue
-        for where, pattern, text, is_key in _strings(body, "", "", 0):
-            if text is None:
-                problems.append(f"{where} is nested more than {_MAX_DEPTH} levels deep")
-                continue
-            found = _problem(route, where or "the body", pattern, text, is_key=is_key)
-            if found:
-                problems.append(found)
+        bare.string(str(name), [f"the name of file #{index}"], "", is_key=False)
     for name, value in (params or {}).items():
         for item in value if isinstance(value, list | tuple) else [value]:
             if isinstance(item, str):
-                found = _problem(None, f"?{printable(name, 100)}", f"?{name}", item, is_key=False)
-                if found:
-                    problems.append(found)
-    return problems
+                bare.string(item, [f"?{name}"], f"?{name}", is_key=False)
+    check.problems.extend(bare.problems)
+    for body in (json, payload):
+        if body is not None:
+            check.walk(body, [], "", 0)
+    return check.problems
 
 
 def raise_for_request(
