@@ -51,6 +51,8 @@ class FolderMethods:
     def update_folder(self: HookCore, folder_id: str, **changes: Any) -> Folder:
         """Rename, move (``parent_id=None`` moves to the root), pin or change the visibility of a folder.
 
+        The service (v2.17) changes only the keys given; nothing else is reset.
+
         :param folder_id: The folder id.
         :param changes: ``name``, ``parent_id``, ``visibility``, ``pinned`` (camelCase also accepted).
         """

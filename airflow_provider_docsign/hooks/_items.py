@@ -54,6 +54,8 @@ class ItemMethods:
     ) -> list[EnvelopeItem]:
         """Rename and/or reorder items, then read the envelope back and check the change was applied.
 
+        The service (v2.17) changes only the ``title`` and ``order`` given; nothing else is reset.
+
         :param envelope_id: The envelope id.
         :param items: ``[{"envelopeItemId": ..., "title": ..., "order": ...}]`` (title and order optional).
         :return: All the envelope's items after the update, sorted by ``order``.
