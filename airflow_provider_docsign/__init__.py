@@ -42,12 +42,15 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_provider_docsign.operators.envelope",
                     "airflow_provider_docsign.operators.items",
                     "airflow_provider_docsign.operators.recipients",
+                    "airflow_provider_docsign.operators.fields",
+                    "airflow_provider_docsign.operators.attachments",
                     "airflow_provider_docsign.operators.folders",
                     "airflow_provider_docsign.operators.archive",
                     "airflow_provider_docsign.operators.preview",
                     "airflow_provider_docsign.operators.templates",
                     "airflow_provider_docsign.operators.reminders",
                     "airflow_provider_docsign.operators.export",
+                    "airflow_provider_docsign.operators.retention",
                 ],
             }
         ],
@@ -70,6 +73,7 @@ def get_provider_info() -> dict[str, Any]:
             }
         ],
         "extra-links": ["airflow_provider_docsign.links.DocsignEnvelopeLink"],
+        "notifications": ["airflow_provider_docsign.notifications.docsign.DocsignNotifier"],
         "connection-types": [
             {
                 "connection-type": "docsign",

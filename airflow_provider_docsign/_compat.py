@@ -24,6 +24,7 @@ if TYPE_CHECKING or AIRFLOW_V_3_0_PLUS:
         AssetAlias,
         AssetWatcher,
         BaseHook,
+        BaseNotifier,
         BaseOperator,
         BaseOperatorLink,
         BaseSensorOperator,
@@ -56,6 +57,7 @@ else:  # Airflow 2.11
     from airflow.models.baseoperator import BaseOperator  # type: ignore[no-redef,assignment]
     from airflow.models.baseoperatorlink import BaseOperatorLink  # type: ignore[no-redef,assignment]
     from airflow.models.xcom import XCom  # type: ignore[no-redef,assignment]
+    from airflow.notifications.basenotifier import BaseNotifier  # type: ignore[no-redef,assignment]
     from airflow.sensors.base import (  # type: ignore[no-redef,assignment]
         BaseSensorOperator,
         PokeReturnValue,
@@ -77,6 +79,7 @@ __all__ = [
     "AssetWatcher",
     "BaseEventTrigger",
     "BaseHook",
+    "BaseNotifier",
     "BaseOperator",
     "BaseOperatorLink",
     "BaseSensorOperator",

@@ -2,6 +2,11 @@
 
 A neutral module below both the pure layer (``payloads.py``, ``signatures.py``) and the HTTP layer
 (the hook): every part of the provider that reads a user's file opens it here, the same way.
+
+Local files are read only when they are **regular files** (:func:`open_regular_file`): a FIFO, a
+device, a socket or a directory is refused before it is opened, so that no reader can block on a
+named pipe or read ``/dev/zero`` forever. Nothing here imports Airflow for a local path: object
+storage (``s3://``, an ``ObjectStoragePath``) loads it only when such a source is given.
 """
 
 from __future__ import annotations
@@ -9,9 +14,120 @@ from __future__ import annotations
 import io
 import os
 import re
-from pathlib import Path
+import stat
+import sys
+from pathlib import Path, PurePath
 from typing import IO, Any
 from urllib.parse import unquote
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
+
+
+class NotARegularFileError(OSError):
+    """A local path names something other than a regular file (a FIFO, a device, a socket, a directory).
+
+    An ``OSError``, so that every reader that already reports unreadable files reports this one too.
+
+    :param path: The path as given.
+    :param kind: What it is instead (``"a FIFO (named pipe)"``, ``"a character device"``...).
+    """
+
+    def __init__(self, path: str, kind: str) -> None:
+        super().__init__(f"{path} is {kind}, not a regular file; it is not read")
+        self.path = path
+        self.kind = kind
+
+
+class _DirectoryError(NotARegularFileError, IsADirectoryError):
+    """A directory where a file was expected (also an ``IsADirectoryError``, as ``open`` would raise)."""
+
+
+class OutsideFolderError(OSError):
+    """A local path, once its symbolic links are resolved, leads outside the folder it must stay in.
+
+    :param path: The path as given.
+    :param folder: The folder it must stay in.
+    :param target: Where its links lead.
+    """
+
+    def __init__(self, path: str, folder: str, target: str) -> None:
+        super().__init__(f"{path} is a symbolic link leading outside {folder} (to {target}); it is not read")
+        self.path = path
+        self.folder = folder
+        self.target = target
+
+
+def file_kind(mode: int) -> str:
+    """What a ``st_mode`` describes, for a message: ``"a FIFO (named pipe)"``, ``"a directory"``..."""
+    for test, kind in _KINDS:
+        if test(mode):
+            return kind
+    return "a regular file" if stat.S_ISREG(mode) else "not a regular file"
+
+
+def _is_inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _refuse_unless_regular(text: str, mode: int) -> None:
+    if stat.S_ISREG(mode):
+        return
+    error = _DirectoryError if stat.S_ISDIR(mode) else NotARegularFileError
+    raise error(text, file_kind(mode))
+
+
+def open_regular_file(
+    path: str | os.PathLike[str], *, inside: str | os.PathLike[str] | None = None
+) -> IO[bytes]:
+    """Open a local regular file for reading, refusing anything else before it is opened.
+
+    The path's symbolic links are resolved first; with ``inside``, the resolved path must lie in that
+    folder (itself resolved). The target is then ``stat``-ed: a FIFO, a device, a socket or a
+    directory is refused without being opened (opening a FIFO blocks until a writer appears, and a
+    device may never end). It is opened with ``O_NONBLOCK`` and checked again on the open descriptor,
+    so that a file swapped for a FIFO between the two steps is refused too, never waited on.
+
+    :param path: The local path.
+    :param inside: A folder the file must stay in once links are resolved (``None``: anywhere).
+    :raises FileNotFoundError: When nothing is there (a dangling link included).
+    :raises NotARegularFileError: For a FIFO, a device, a socket or a directory.
+    :raises OutsideFolderError: When the resolved path leaves ``inside``.
+    :raises OSError: For any other failure to open it (permissions, for example).
+    """
+    text = os.fspath(path)
+    if "\x00" in text:
+        raise NotARegularFileError(repr(text), "a path with a NUL byte (no file can have that name)")
+    real = os.path.realpath(text)
+    if inside is not None:
+        root = os.path.realpath(os.fspath(inside))
+        if not _is_inside(real, root):
+            raise OutsideFolderError(text, os.fspath(inside), real)
+    _refuse_unless_regular(text, os.stat(real).st_mode)
+    flags = (
+        os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    )
+    flags |= getattr(os, "O_NOFOLLOW", 0)  # ``real`` has no link left: one appearing now is refused
+    fd = os.open(real, flags)
+    try:
+        _refuse_unless_regular(text, os.fstat(fd).st_mode)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def is_local_path(value: Any) -> bool:
+    """Whether ``value`` is a plain :mod:`pathlib` path (an ``ObjectStoragePath`` may subclass one)."""
+    return isinstance(value, PurePath) and type(value).__module__.split(".")[0] == "pathlib"
 
 
 def _object_storage_path_cls() -> Any:
@@ -21,7 +137,15 @@ def _object_storage_path_cls() -> Any:
 
 
 def is_object_path(value: Any) -> bool:
-    """Whether ``value`` is an ``ObjectStoragePath`` (any fsspec-backed path)."""
+    """Whether ``value`` is an ``ObjectStoragePath`` (any fsspec-backed path).
+
+    Never imports Airflow to answer: strings and plain :mod:`pathlib` paths are local, and no
+    ``ObjectStoragePath`` can exist before Airflow has been imported by whoever made it.
+    """
+    if isinstance(value, str | bytes) or "airflow" not in sys.modules:
+        return False
+    if is_local_path(value):
+        return False
     try:
         cls = _object_storage_path_cls()
     except ImportError:  # pragma: no cover - Airflow always ships it
@@ -64,19 +188,21 @@ def open_source(source: Any) -> tuple[IO[bytes], bool]:
 
     :param source: A local path (``str``/``PathLike``), an ``ObjectStoragePath`` or a binary file object
         (which is used from its current position and not closed).
+    :raises NotARegularFileError: For a local path that is not a regular file (see
+        :func:`open_regular_file`).
     """
     source = to_path_like(source)
     if is_object_path(source):
         local = local_path_of(source)
         if local is not None:
-            return open(local, "rb"), True
+            return open_regular_file(local), True
         if not source.exists():
             raise FileNotFoundError(str(source))
         if source.is_dir():
             raise IsADirectoryError(str(source))
         return source.open("rb"), True
     if isinstance(source, str | os.PathLike):
-        return open(source, "rb"), True
+        return open_regular_file(source), True
     if hasattr(source, "read") and hasattr(source, "seek") and hasattr(source, "tell"):
         if is_text_stream(source):
             raise TypeError("file objects must be opened in binary mode ('rb')")

@@ -42,6 +42,7 @@ from airflow_provider_docsign.archive import (
     render_filename,
     render_manifest_name,
 )
+from airflow_provider_docsign.archive_evidence import Evidence, LtvStaged, token_name
 from airflow_provider_docsign.archive_store import PDF_MAGIC, HashingWriter, Store, sync
 from airflow_provider_docsign.exceptions import (
     DocsignArchiveConflictError,
@@ -94,6 +95,8 @@ class EnvelopeArchiver:
     :param manifest_name: The manifest's file name template, or ``None`` for no manifest file.
     :param verify_signatures: The resolved mode: ``require``, ``record`` or ``off``.
     :param trusted_certificates: PEM files or URIs of trusted certificates.
+    :param evidence: Timestamps, long-term validation copies and retention
+        (:class:`~airflow_provider_docsign.archive_evidence.Evidence`); default: none.
     :param log: Where to log (the task's logger); default: this module's.
     """
 
@@ -107,6 +110,7 @@ class EnvelopeArchiver:
     manifest_name: str | None = DEFAULT_MANIFEST_NAME
     verify_signatures: str = "require"
     trusted_certificates: Sequence[Any] = ()
+    evidence: Evidence = field(default_factory=Evidence)
     log: Any = field(default_factory=lambda: logging.getLogger(__name__))
 
     def check_status(self, envelope: Envelope) -> None:
@@ -213,54 +217,110 @@ class EnvelopeArchiver:
             self.version,
             store.uri,
         )
-        for _kind, name, _item in plan:  # before any download: a link out of the destination fails now
-            store.temp_for(name)
+        evidence = self.evidence
+        evidence.check(store, manifest_name, self.version)  # before any download: no lock, no TSA...
+        if evidence.ltv and evidence.trust is None:
+            evidence.trust = _verify.trust_policy(
+                self.trusted_certificates, self.hook.settings.signing_certificate_fingerprints
+            )
+        item_names = [name for kind, name, _item in plan if kind == "item"]
+        for name in [n for _k, n, _i in plan] + evidence.names(item_names, manifest_name):
+            store.temp_for(name)  # before any download: a link out of the destination fails now
         if manifest_name:
             store.temp_for(manifest_name)
         staged: list[_Staged] = []
-        manifest_temp: Any = None
+        copies: list[LtvStaged] = []
+        temps: list[Any] = []  # the manifest's and the token's
         try:
             for kind, name, item in plan:
                 staged.append(self._stage(store, envelope, kind, name, item))
             if self.verify_signatures != "off":
                 self._verify(staged)
             records = self._compare(store, staged, manifest_name, envelope.id)
-            manifest = build_manifest(
-                envelope={
-                    "id": envelope.id,
-                    "external_id": envelope.external_id,
-                    "title": envelope.title,
-                    "status": getattr(envelope.status, "value", envelope.status),
-                    "completed_at": envelope.completed_at,
-                },
-                destination=store.uri,
-                manifest_uri=store.uri_of(manifest_name) if manifest_name else None,
-                version=self.version,
-                archived_at=now(),
-                files=records,
-                manifest_name=manifest_name,
+            items = [(e.record, e.temp) for e in staged if e.record.kind == "item"]
+            copies = evidence.stage_ltv(store, items, manifest_name, self.overwrite)
+            archived_at = now()
+            manifest = evidence.annotate(
+                self._manifest(envelope, store, records, manifest_name, archived_at),
+                copies,
+                manifest_name,
+                archived_at,
             )
+            published = evidence.published(store, manifest_name, manifest, records) if manifest_name else None
+            if published is not None:  # complete with a valid token: nothing rewritten, no new token
+                for entry in staged:
+                    store.remove(entry.temp)
+                names = evidence.written(records, copies, manifest_name, token=True)
+                evidence.retain(store, names, str(published["archived_at"]))
+                return published, records
             if manifest_name:
-                # Written (under a temporary name) before any file moves into place: a full disk
-                # fails here, with nothing archived.
-                body = json.dumps(manifest, indent=2, sort_keys=False).encode("utf-8") + b"\n"
-                manifest_temp = self._write_manifest(
-                    store, manifest_name, lambda: store.stage_bytes(manifest_name, body)
-                )
+                temps = self._stage_manifest(store, manifest_name, manifest)
             self._commit(store, staged, records)
+            for copy in copies:
+                if copy.temp is not None and not store.commit(
+                    copy.temp, store.path(copy.name), overwrite=copy.entry["outcome"] == "overwritten"
+                ):
+                    raise DocsignArchiveConflictError(
+                        f"a file appeared at {copy.entry['uri']} while archiving"
+                    )
             if manifest_name:
-                self._write_manifest(
-                    store, manifest_name, lambda: store.replace(manifest_temp, manifest_name)
-                )
-                manifest_temp = None
+                self._publish_manifest(store, manifest_name, temps)
+            token, temps = len(temps) > 1, []
         except BaseException:
-            for entry in staged:
-                store.remove(entry.temp)
-            if manifest_temp is not None:
-                store.remove(manifest_temp)
+            for temp in [e.temp for e in staged] + [c.temp for c in copies if c.temp is not None] + temps:
+                store.remove(temp)
             store.remove_created_dirs()  # only directories this run created and left empty
             raise
+        evidence.retain(store, evidence.written(records, copies, manifest_name, token=token), archived_at)
         return manifest, records
+
+    def _manifest(
+        self,
+        envelope: Envelope,
+        store: Store,
+        records: list[ArchivedFile],
+        manifest_name: str | None,
+        archived_at: str,
+    ) -> dict[str, Any]:
+        return build_manifest(
+            envelope={
+                "id": envelope.id,
+                "external_id": envelope.external_id,
+                "title": envelope.title,
+                "status": getattr(envelope.status, "value", envelope.status),
+                "completed_at": envelope.completed_at,
+            },
+            destination=store.uri,
+            manifest_uri=store.uri_of(manifest_name) if manifest_name else None,
+            version=self.version,
+            archived_at=archived_at,
+            files=records,
+            manifest_name=manifest_name,
+        )
+
+    def _stage_manifest(self, store: Store, manifest_name: str, manifest: dict[str, Any]) -> list[Any]:
+        """Stage the manifest and its token (asked for now, before anything moves into place).
+
+        A full disk or a failed TSA fails here, with nothing archived.
+        """
+        body = json.dumps(manifest, indent=2, sort_keys=False).encode("utf-8") + b"\n"
+        token = self.evidence.timestamp_token(body, store.uri_of(manifest_name))
+        if token is None and manifest.pop("timestamp", None) is not None:  # best_effort: none
+            body = json.dumps(manifest, indent=2, sort_keys=False).encode("utf-8") + b"\n"
+        temps = [self._write_manifest(store, manifest_name, lambda: store.stage_bytes(manifest_name, body))]
+        if token is not None:
+            name = token_name(manifest_name)
+            temps.append(self._write_manifest(store, manifest_name, lambda: store.stage_bytes(name, token)))
+        return temps
+
+    def _publish_manifest(self, store: Store, manifest_name: str, temps: list[Any]) -> None:
+        """The token first, then the manifest: a manifest in place is a complete archive."""
+        token = token_name(manifest_name)
+        if len(temps) > 1:
+            self._write_manifest(store, manifest_name, lambda: store.replace(temps[1], token))
+        elif self.evidence.tsa is not None:
+            store.remove(store.path(token))  # an earlier token would not match the new manifest
+        self._write_manifest(store, manifest_name, lambda: store.replace(temps[0], manifest_name))
 
     def _write_manifest(self, store: Store, manifest_name: str, write: Callable[[], Any]) -> Any:
         """Run one step of writing the manifest; an OS error fails the task naming where and why.

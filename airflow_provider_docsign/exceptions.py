@@ -15,8 +15,10 @@ __all__ = [
     "DocsignArchiveConflictError",
     "DocsignArchiveError",
     "DocsignArchiveEscapeError",
+    "DocsignArchiveEvidenceError",
     "DocsignArchiveRefusedError",
     "DocsignArchiveSignatureError",
+    "DocsignArchiveTimestampError",
     "DocsignAuthError",
     "DocsignConnectionError",
     "DocsignDownloadError",
@@ -27,6 +29,7 @@ __all__ = [
     "DocsignNotFoundError",
     "DocsignRateLimitError",
     "DocsignRecipientExpiredError",
+    "DocsignRefusedLocallyError",
     "DocsignServerError",
     "DocsignSignatureError",
     "DocsignValidationError",
@@ -121,6 +124,18 @@ class DocsignRateLimitError(DocsignAPIError):
 
 class DocsignInvalidRequestError(DocsignAPIError):
     """The service refused the request as invalid (a 4xx other than 401, 403, 404 and 429)."""
+
+
+class DocsignRefusedLocallyError(DocsignInvalidRequestError):
+    """A change the service would refuse was refused before anything was sent.
+
+    ``status_code``, ``error_code`` and ``message`` are what the service answers such a request with
+    (for example 400 ``INVALID_REQUEST`` "Envelope already complete"), so code that handles the
+    service's refusal handles this one too; ``method`` and ``path`` name the request that was not sent.
+    """
+
+    def __str__(self) -> str:
+        return super().__str__() + " (refused locally, as the service would refuse it: nothing was sent)"
 
 
 class DocsignServerError(DocsignAPIError):
@@ -276,8 +291,24 @@ class DocsignEnvelopeNotReadyError(DocsignArchiveError):
     """
 
 
+class DocsignArchiveTimestampError(DocsignArchiveError):
+    """The TSA failed, timed out, or answered a token that fails a check (``timestamp="require"``).
+
+    Raised before anything moves into place: nothing is published as complete, and a retry (with the
+    TSA back) completes the archive.
+    """
+
+
 class DocsignArchiveRefusedError(DocsignError):
     """Archiving cannot succeed by trying again: the base of the archive failures that skip retries."""
+
+
+class DocsignArchiveEvidenceError(DocsignArchiveRefusedError):
+    """The evidence asked for cannot be made at this destination; refused before any download.
+
+    Retention on a store or an S3 bucket without Object Lock, a long-term validation copy without a
+    TSA, or a timestamp without a manifest to put it on. A retry would meet the same configuration.
+    """
 
 
 class DocsignArchiveConflictError(DocsignArchiveRefusedError):

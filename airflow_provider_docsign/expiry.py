@@ -6,16 +6,20 @@
   a message that names the parameter. Shapes follow the real service's schema (Documenso 2.17,
   ``ZEnvelopeExpirationPeriod`` and ``ZEnvelopeReminderSettings``): a ``{unit, amount}`` with
   ``amount`` an integer >= 1, or ``{disabled: true}``.
+- :func:`awaits_signature` is the one rule for "this recipient still has to sign" (not CC,
+  ``NOT_SIGNED``), used by the expiry check, the reminders operator and the webhook events.
 - :func:`expired_recipients` says which recipients of an envelope can no longer sign because their
   link expired (unsigned, not CC, ``expiresAt`` in the past). On the real service the envelope
   **stays PENDING** when that happens, so a wait must look at the recipients, not only the status.
+- :func:`reminded_recipients` reads the reminders the service sent from its own audit log, bounded by
+  an audit entry or by a moment on the **service's** clock, never by Airflow's.
 - :func:`mask_email` shortens an e-mail address for logs and error messages.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -25,6 +29,7 @@ from airflow_provider_docsign.models import Recipient, parse_ts
 
 __all__ = [
     "DEFAULT",
+    "awaits_signature",
     "expiration_period_meta",
     "expired_recipients",
     "mask_email",
@@ -32,6 +37,7 @@ __all__ = [
     "parse_timestamp",
     "period_meta_fields",
     "period_to_timedelta",
+    "reminded_recipients",
     "reminder_settings_meta",
 ]
 
@@ -218,8 +224,24 @@ def parse_timestamp(value: Any) -> datetime | None:
         return None
 
 
+def awaits_signature(recipient: Recipient | Mapping[str, Any]) -> bool:
+    """Whether a recipient still has to act: its role is not CC and its ``signingStatus`` is NOT_SIGNED.
+
+    The service's own rule for who a reminder goes to, whose link can expire and who keeps an
+    envelope PENDING (CC recipients never sign; SIGNED and REJECTED ones are done). Case-insensitive.
+
+    :param recipient: A :class:`~airflow_provider_docsign.models.Recipient`, or a recipient in the
+        service's JSON (``role``, ``signingStatus``), as a webhook delivery carries it.
+    """
+    if isinstance(recipient, Mapping):
+        role, status = recipient.get("role"), recipient.get("signingStatus")
+    else:
+        role, status = recipient.role, recipient.signing_status
+    return str(role or "").upper() != "CC" and str(status or "").upper() == "NOT_SIGNED"
+
+
 def expired_recipients(recipients: Iterable[Recipient], now: datetime | None = None) -> list[Recipient]:
-    """The recipients whose signing link has expired: not CC, not signed, ``expiresAt`` before ``now``.
+    """The recipients whose signing link has expired: awaiting a signature, ``expiresAt`` before ``now``.
 
     This is the real service's own rule (``hasExpiredRecipients``, and the block on signing).
 
@@ -229,14 +251,57 @@ def expired_recipients(recipients: Iterable[Recipient], now: datetime | None = N
     moment = now or datetime.now(timezone.utc)
     result = []
     for recipient in recipients:
-        if (recipient.role or "").upper() == "CC":
-            continue
-        if (recipient.signing_status or "").upper() != "NOT_SIGNED":
+        if not awaits_signature(recipient):
             continue
         expires = parse_timestamp(recipient.expires_at)
         if expires is not None and expires <= moment:
             result.append(recipient)
     return result
+
+
+#: How many audit entries (newest first) :func:`reminded_recipients` reads at most: 5 pages of 50.
+REMINDER_SCAN_LIMIT = 250
+
+
+def reminded_recipients(
+    entries: Iterable[Mapping[str, Any]],
+    recipient_ids: Collection[int],
+    *,
+    since: datetime | None = None,
+    stop_at: str | None = None,
+    limit: int = REMINDER_SCAN_LIMIT,
+) -> set[int]:
+    """Which of ``recipient_ids`` the service sent a reminder to, by its own audit log.
+
+    A reminder is an ``EMAIL_SENT`` entry with ``data.isResending`` (what ``POST /envelope/redistribute``
+    records per recipient). Entries are read newest first, and reading stops at the first of:
+
+    - the entry whose ``id`` is ``stop_at``: a marker taken before sending (no clock at all);
+    - the first entry whose ``createdAt`` is before ``since``, a moment on the **service's** clock
+      (from its ``Date`` header), never on Airflow's: the two may disagree by any amount;
+    - ``limit`` entries.
+
+    :param entries: The envelope's audit log, newest first (``DocsignHook.get_audit_log``).
+    :param recipient_ids: The recipients asked about.
+    :param since: Ignore entries older than this moment of the service's clock.
+    :param stop_at: Ignore this entry and every older one.
+    :param limit: Read at most this many entries.
+    """
+    wanted = set(recipient_ids)
+    found: set[int] = set()
+    for count, entry in enumerate(entries):
+        if count >= limit or (stop_at is not None and entry.get("id") == stop_at):
+            break
+        when = parse_timestamp(entry.get("createdAt"))
+        if since is not None and when is not None and when < since:
+            break  # newest first: every later entry is older still
+        data = entry.get("data")
+        if entry.get("type") != "EMAIL_SENT" or not isinstance(data, Mapping) or not data.get("isResending"):
+            continue
+        rid = data.get("recipientId")
+        if isinstance(rid, int) and not isinstance(rid, bool) and rid in wanted:
+            found.add(rid)
+    return found
 
 
 def mask_email(email: Any) -> str:

@@ -31,7 +31,9 @@ from typing import Any, Literal
 from airflow_provider_docsign.models import Envelope, EnvelopeSummary, Field, Recipient, parse_ts
 
 __all__ = [
+    "DEFAULT_PII_COLUMNS",
     "FORMATS",
+    "PII_CAPABLE_COLUMNS",
     "PII_MODES",
     "SCHEMA_VERSION",
     "TABLES",
@@ -42,6 +44,7 @@ __all__ = [
     "format_ts",
     "parse_ts",
     "partition_date",
+    "pii_columns",
     "select",
     "sent_time",
     "table_schema",
@@ -71,7 +74,8 @@ class Column:
     :param type: ``string``, ``int64``, ``float64``, ``bool`` or ``timestamp`` (UTC, milliseconds; an
         ISO-8601 string ending in ``Z`` in JSON Lines).
     :param description: What the column holds.
-    :param pii: Whether the column holds personal data (hashed with ``pii="hash"``, null with ``"drop"``).
+    :param pii: Whether the column may hold personal data: by default the ``pii`` mode applies to it
+        (hashed with ``"hash"``, null with ``"drop"``); see :data:`DEFAULT_PII_COLUMNS`.
     """
 
     name: str
@@ -90,8 +94,13 @@ TABLES: dict[str, tuple[Column, ...]] = {
     "envelopes": (
         _VERSION,
         _c("envelope_id", "string", "The envelope id (envelope_...)."),
-        _c("external_id", "string", "The caller's own reference (not unique)."),
-        _c("title", "string", "The envelope title."),
+        _c(
+            "external_id",
+            "string",
+            "The caller's own reference (not unique); often names a person.",
+            pii=True,
+        ),
+        _c("title", "string", "The envelope title; often names a person ('NDA Jane Doe').", pii=True),
         _c("status", "string", "DRAFT, PENDING, COMPLETED, REJECTED or CANCELLED."),
         _c("template_id", "int64", "The template the envelope was made from, if any."),
         _c("folder_id", "string", "The folder, null at the root."),
@@ -132,6 +141,34 @@ TABLES: dict[str, tuple[Column, ...]] = {
         _c("value", "string", "The value filled in; free-text types are personal data.", pii=True),
     ),
 }
+
+
+#: The columns the ``pii`` mode applies to unless ``pii_columns`` says otherwise (``table.column``):
+#: every column that may name a person. ``title`` and ``external_id`` are among them: titles such as
+#: "NDA Jane Doe" are common, so a "hashed" export that left them plain would not pseudonymise.
+DEFAULT_PII_COLUMNS = frozenset(f"{t}.{c.name}" for t, cols in TABLES.items() for c in cols if c.pii)
+#: The columns ``pii_columns`` may name: the default ones, and the field label the sender writes.
+PII_CAPABLE_COLUMNS = DEFAULT_PII_COLUMNS | {"field_values.label"}
+
+
+def pii_columns(columns: Iterable[str] | None) -> frozenset[str]:
+    """The columns the ``pii`` mode applies to: ``columns`` checked, or :data:`DEFAULT_PII_COLUMNS`.
+
+    :param columns: ``table.column`` names (a subset of :data:`PII_CAPABLE_COLUMNS`), or ``None``.
+    :raises ExportConfigError: For a name that is not a column that may hold personal data.
+    """
+    if columns is None:
+        return DEFAULT_PII_COLUMNS
+    if isinstance(columns, str):
+        raise ExportConfigError("pii_columns must be a list of 'table.column' names, not a string")
+    chosen = frozenset(columns)
+    unknown = sorted(chosen - PII_CAPABLE_COLUMNS)
+    if unknown:
+        raise ExportConfigError(
+            f"pii_columns: {', '.join(map(repr, unknown))} cannot be chosen; the columns that may hold "
+            f"personal data are {', '.join(sorted(PII_CAPABLE_COLUMNS))}"
+        )
+    return chosen
 
 
 def table_schema(table: str) -> list[dict[str, Any]]:
@@ -225,10 +262,13 @@ class PiiPolicy:
 
     :param mode: ``hash`` (keyed HMAC-SHA256, hex), ``keep`` or ``drop`` (the column stays, null).
     :param key: The HMAC key (required for ``hash``; never written anywhere).
+    :param columns: The columns (``table.column``) the mode applies to; the others are written as the
+        service returned them. Default :data:`DEFAULT_PII_COLUMNS`.
     """
 
     mode: str = "hash"
     key: bytes | None = None
+    columns: frozenset[str] = DEFAULT_PII_COLUMNS
 
     def __post_init__(self) -> None:
         if self.mode not in PII_MODES:
@@ -241,17 +281,19 @@ class PiiPolicy:
             )
 
     def __repr__(self) -> str:
-        return f"PiiPolicy(mode={self.mode!r})"
+        return f"PiiPolicy(mode={self.mode!r}, columns={sorted(self.columns)!r})"
 
-    def apply(self, value: str | None, *, email: bool = False) -> str | None:
+    def apply(self, value: str | None, *, email: bool = False, column: str | None = None) -> str | None:
         """The value as written under this policy.
 
         E-mails are lower-cased and trimmed first, so the same person hashes the same way whatever the
         case they were typed in.
+
+        :param column: The ``table.column`` written: left as it is when the mode does not apply to it.
         """
         if value is None or value == "":
             return value
-        if self.mode == "keep":
+        if self.mode == "keep" or (column is not None and column not in self.columns):
             return value
         if self.mode == "drop":
             return None
@@ -280,8 +322,8 @@ def envelope_row(envelope: Envelope, pii: PiiPolicy, sent_at: datetime | None = 
     return {
         "schema_version": SCHEMA_VERSION,
         "envelope_id": envelope.id,
-        "external_id": envelope.external_id,
-        "title": envelope.title,
+        "external_id": pii.apply(envelope.external_id, column="envelopes.external_id"),
+        "title": pii.apply(envelope.title, column="envelopes.title"),
         "status": status,
         "template_id": int(raw_template) if raw_template is not None else None,
         "folder_id": envelope.folder_id,
@@ -291,7 +333,7 @@ def envelope_row(envelope: Envelope, pii: PiiPolicy, sent_at: datetime | None = 
         "completed_at": format_ts(completed),
         "cancelled_at": format_ts(ended if status == "CANCELLED" else None),
         "rejected_at": format_ts(ended if status == "REJECTED" else None),
-        "rejection_reason": pii.apply(_rejection_reason(envelope)),
+        "rejection_reason": pii.apply(_rejection_reason(envelope), column="envelopes.rejection_reason"),
         "hours_created_to_completed": _hours(created, completed),
         "hours_sent_to_completed": _hours(sent_at, completed),
     }
@@ -303,8 +345,8 @@ def recipient_row(envelope_id: str, rec: Recipient, pii: PiiPolicy) -> dict[str,
         "schema_version": SCHEMA_VERSION,
         "envelope_id": envelope_id,
         "recipient_id": rec.id,
-        "email": pii.apply(rec.email, email=True),
-        "name": pii.apply(rec.name),
+        "email": pii.apply(rec.email, email=True, column="recipients.email"),
+        "name": pii.apply(rec.name, column="recipients.name"),
         "role": rec.role,
         "signing_order": rec.signing_order,
         "read_status": rec.read_status,
@@ -320,14 +362,14 @@ def field_row(envelope_id: str, fld: Field, pii: PiiPolicy) -> dict[str, Any]:
     label = (fld.field_meta or {}).get("label")
     value = fld.custom_text if fld.inserted else None
     if value is not None and (fld.type or "").upper() not in CHOICE_FIELD_TYPES:
-        value = pii.apply(value, email=(fld.type or "").upper() == "EMAIL")
+        value = pii.apply(value, email=(fld.type or "").upper() == "EMAIL", column="field_values.value")
     return {
         "schema_version": SCHEMA_VERSION,
         "envelope_id": envelope_id,
         "field_id": fld.id,
         "envelope_item_id": fld.envelope_item_id,
         "recipient_id": fld.recipient_id,
-        "label": str(label) if label is not None else None,
+        "label": pii.apply(str(label), column="field_values.label") if label is not None else None,
         "type": fld.type,
         "page": fld.page,
         "inserted": bool(fld.inserted),

@@ -22,6 +22,13 @@ export never holds more than one batch of rows in memory. What "atomic" means de
   to Parquet). So after a re-run the partition holds exactly the new files.
 
 If the export fails before publishing, the staged files are removed and the old partition is untouched.
+
+A run killed outright (``kill -9``, an OOM kill, a lost worker) cannot clean up. Each writer therefore
+holds an exclusive ``flock`` on a lock file (``.docsign-export-<token>.lock``, beside its staging)
+for as long as it lives; the kernel releases it when the process dies, however it dies. Every new
+writer first sweeps what dead runs left (:func:`sweep_stale_staging`): staging whose lock file is gone
+or no longer held is removed, and a partition a dead run had moved aside but not yet replaced is put
+back. Staging of a run still alive (its lock held) is never touched.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import tempfile
@@ -45,6 +53,7 @@ __all__ = [
     "PartitionWriter",
     "parquet_schema",
     "require_pyarrow",
+    "sweep_stale_staging",
     "uri_of",
 ]
 
@@ -53,6 +62,122 @@ SUCCESS_NAME = "_SUCCESS"
 #: Rows buffered per table before a Parquet row group is written.
 ROW_GROUP = 5000
 _COPY_CHUNK = 1024 * 1024
+
+
+_LOCK_PREFIX = ".docsign-export-"
+_LOCK_RE = re.compile(r"^\.docsign-export-([0-9a-f]+)\.lock(\.new)?$")
+_STAGE_RE = re.compile(r"^\.(date=[^/]+)\.(tmp|old)-([0-9a-f]+)$")
+_REMOTE_STAGE_RE = re.compile(r"^docsign-export-([0-9a-f]+)$")
+
+
+def _flock(fd: int, *, wait: bool) -> bool:
+    """Take an exclusive ``flock`` on ``fd``; ``False`` when another open file holds it (no wait)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock, and no sweeping (see _held)
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+    except BlockingIOError:
+        return False
+    return True
+
+
+class _RunLock:
+    """The lock file that marks a writer's staging as in progress while its process lives.
+
+    Created already locked (written under a temporary name, locked, then renamed into place), so no
+    sweeper ever sees it unlocked while its writer is alive.
+    """
+
+    def __init__(self, directory: Path, token: str) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.path = directory / f"{_LOCK_PREFIX}{token}.lock"
+        fresh = self.path.with_name(self.path.name + ".new")
+        self._fd: int | None = os.open(fresh, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+        _flock(self._fd, wait=True)
+        os.write(self._fd, f"{os.getpid()}\n".encode())
+        os.replace(fresh, self.path)
+
+    def release(self) -> None:
+        """Remove the lock file, then let go of the lock (in that order: see the module docstring)."""
+        if self._fd is None:
+            return
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        os.close(self._fd)
+        self._fd = None
+
+
+def _held(lock: Path) -> bool:
+    """Whether a live writer holds ``lock`` (a missing file is held by nobody)."""
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    try:
+        return not _flock(fd, wait=False)
+    finally:
+        os.close(fd)  # releases the lock if this call took it
+
+
+def sweep_stale_staging(lock_dir: Path, tables_root: Path | None) -> list[str]:
+    """Remove the staging that dead export runs left; return what was removed or put back.
+
+    :param lock_dir: Where the writers' lock files are (the export root, or the local temp directory
+        for an object-store destination).
+    :param tables_root: The local export root whose ``<table>/.date=...tmp-/old-`` directories are
+        swept, or ``None`` (object store: the staging is ``lock_dir/docsign-export-<token>``).
+    """
+    try:
+        names = os.listdir(lock_dir)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    locks: dict[str, list[Path]] = {}
+    for name in names:
+        match = _LOCK_RE.match(name)
+        if match:
+            locks.setdefault(match.group(1), []).append(lock_dir / name)
+    live = {token for token, paths in locks.items() if any(_held(p) for p in paths)}
+    done: list[str] = []
+    if tables_root is None:
+        for name in names:
+            match = _REMOTE_STAGE_RE.match(name)
+            if match and match.group(1) not in live and (lock_dir / name).is_dir():
+                shutil.rmtree(lock_dir / name, ignore_errors=True)
+                done.append(f"removed {lock_dir / name}")
+    else:
+        for table in TABLES:
+            done += _sweep_table(tables_root / table, live)
+    for token, paths in locks.items():
+        if token not in live:
+            for path in paths:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+    return done
+
+
+def _sweep_table(directory: Path, live: set[str]) -> list[str]:
+    try:
+        names = sorted(os.listdir(directory))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    done = []
+    for name in names:
+        match = _STAGE_RE.match(name)
+        if not match or match.group(3) in live:
+            continue
+        stale, final = directory / name, directory / match.group(1)
+        if match.group(2) == "old" and not final.exists():
+            # The run died between moving the published partition aside and moving its own in:
+            # put the published one back (the dead run's partition never became visible).
+            with contextlib.suppress(OSError):
+                os.replace(stale, final)
+                done.append(f"restored {final}")
+                continue
+        shutil.rmtree(stale, ignore_errors=True)
+        done.append(f"removed {stale}")
+    return done
 
 
 def require_pyarrow() -> Any:
@@ -179,16 +304,26 @@ class PartitionWriter:
         self._local_root = _local_path(root)
         if self._local_root is not None:
             self.root = self._local_root
-            self._stage_root = self._local_root
+            lock_dir = self._stage_root = self._local_root
         else:
-            self._stage_root = Path(tempfile.mkdtemp(prefix="docsign-export-"))
+            lock_dir = Path(tempfile.gettempdir())
+            self._stage_root = lock_dir / f"docsign-export-{self._token}"
+        self._lock = _RunLock(lock_dir, self._token)
         self._staged: dict[str, Path] = {}
         self.sinks: dict[str, _Sink] = {}
-        for table in TABLES:
-            stage = self._stage_root / table / f".date={date}.tmp-{self._token}"
-            stage.mkdir(parents=True, exist_ok=True)
-            self._staged[table] = stage
-            self.sinks[table] = _Sink(table, stage / f"{PART_NAME}.{self.ext}", fmt)
+        try:
+            #: What the sweep of dead runs' staging removed or put back (for the task log).
+            self.swept = sweep_stale_staging(lock_dir, self._local_root)
+            if self._local_root is None:
+                self._stage_root.mkdir(mode=0o700)
+            for table in TABLES:
+                stage = self._stage_root / table / f".date={date}.tmp-{self._token}"
+                stage.mkdir(parents=True, exist_ok=True)
+                self._staged[table] = stage
+                self.sinks[table] = _Sink(table, stage / f"{PART_NAME}.{self.ext}", fmt)
+        except BaseException:
+            self.abort()
+            raise
 
     @property
     def part_name(self) -> str:
@@ -266,3 +401,4 @@ class PartitionWriter:
             shutil.rmtree(stage, ignore_errors=True)
         if self._local_root is None:
             shutil.rmtree(self._stage_root, ignore_errors=True)
+        self._lock.release()  # last: the staging is gone

@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import IO, Any
 
 from airflow_provider_docsign._sources import open_source
@@ -72,6 +72,8 @@ MODIFICATION_ALLOWED = frozenset({"none", "lta_updates", "form_filling"})
 MAX_VERIFY_MEMORY_BYTES = 320 * 1024 * 1024
 MAX_VERIFY_SECONDS = 60.0
 _WATCH_INTERVAL = 0.02
+#: Read size of the ``/ByteRange`` digest (see :func:`_digest_byte_range`).
+_DIGEST_CHUNK = 1024 * 1024
 
 _FINGERPRINT_RE = re.compile(r"^[0-9a-f]{64}$")
 _LOG = logging.getLogger(__name__)
@@ -277,14 +279,27 @@ class SignatureReport:
 
 
 def verify_pdf_signatures(
-    source: Any, *, trust: TrustPolicy | None = None, label: str | None = None
+    source: Any,
+    *,
+    trust: TrustPolicy | None = None,
+    label: str | None = None,
+    at: datetime | None = None,
+    material: tuple[Sequence[Any], Sequence[Any], Sequence[Any]] | None = None,
 ) -> SignatureReport:
     """Verify every digital signature embedded in a PDF.
+
+    Document timestamps are not signatures here: :func:`airflow_provider_docsign.ltv.verify_ltv`
+    checks those.
 
     :param source: A local path, a URI (``s3://…``), an ``ObjectStoragePath`` or a seekable binary file
         object (read from the start; not closed).
     :param trust: The trust policy; without one, ``trusted`` is ``None``.
     :param label: How to name the source in the report (default: its path or URI).
+    :param at: The time the signatures are judged at (default: now): the signer certificate must be
+        valid then, and trust paths are validated as of then. A long-term validation copy is judged
+        as of its document timestamp.
+    :param material: Validation material to use for trust paths: ``(certificates, OCSP responses,
+        CRLs)`` (a DSS's content); nothing is fetched.
     :raises FileNotFoundError: When the source does not exist.
     :raises UnreadablePdfError: When it is not a readable PDF: any error while parsing it (including
         ``RecursionError`` from hostile nesting and ``MemoryError``), or a structure that needs more
@@ -294,7 +309,7 @@ def verify_pdf_signatures(
     stream, owned = open_source(source)
     try:
         stream.seek(0)
-        return _verify_stream(stream, trust, label or _label(source))
+        return _verify_stream(stream, trust, label or _label(source), at=at, material=material)
     finally:
         if owned:
             stream.close()
@@ -385,6 +400,9 @@ def _verify_stream(
     label: str,
     max_memory: int | None = MAX_VERIFY_MEMORY_BYTES,
     max_seconds: float | None = MAX_VERIFY_SECONDS,
+    *,
+    at: datetime | None = None,
+    material: tuple[Sequence[Any], Sequence[Any], Sequence[Any]] | None = None,
 ) -> SignatureReport:
     if stream.read(5) != b"%PDF-":
         raise UnreadablePdfError(f"{label} is not a PDF (it does not start with %PDF-)")
@@ -392,21 +410,28 @@ def _verify_stream(
     budget = _Budget(max_memory, max_seconds)
     try:
         with budget:
-            return _parse_and_check(stream, trust, label)
+            return _parse_and_check(stream, trust, label, at, material)
     except _BudgetExceeded:
         raise UnreadablePdfError(
             f"{label} cannot be read as a PDF within the verification bounds: {budget.reason}"
         ) from None
 
 
-def _parse_and_check(stream: IO[bytes], trust: TrustPolicy | None, label: str) -> SignatureReport:
+def _parse_and_check(
+    stream: IO[bytes],
+    trust: TrustPolicy | None,
+    label: str,
+    at: datetime | None = None,
+    material: tuple[Sequence[Any], Sequence[Any], Sequence[Any]] | None = None,
+) -> SignatureReport:
     from pyhanko.pdf_utils.misc import PdfError
     from pyhanko.pdf_utils.reader import PdfFileReader
 
+    moment = at or datetime.now(timezone.utc)
     try:
         reader = PdfFileReader(stream, strict=False)
-        embedded = list(reader.embedded_signatures)
-        checks = tuple(_check(sig, trust) for sig in embedded)
+        embedded = list(reader.embedded_regular_signatures)
+        checks = tuple(_check(sig, trust, moment, material) for sig in embedded)
     except UnreadablePdfError:
         raise
     except (RecursionError, MemoryError) as err:
@@ -424,7 +449,12 @@ def _parse_and_check(stream: IO[bytes], trust: TrustPolicy | None, label: str) -
     return SignatureReport(source=label, signatures=checks, trust_policy_set=trust is not None)
 
 
-def _check(sig: Any, trust: TrustPolicy | None) -> SignatureCheck:
+def _check(
+    sig: Any,
+    trust: TrustPolicy | None,
+    moment: datetime,
+    material: tuple[Sequence[Any], Sequence[Any], Sequence[Any]] | None = None,
+) -> SignatureCheck:
     from pyhanko.sign.diff_analysis import DiffResult
     from pyhanko.sign.validation.errors import SignatureValidationError
     from pyhanko.sign.validation.generic_cms import validate_sig_integrity
@@ -440,6 +470,7 @@ def _check(sig: Any, trust: TrustPolicy | None) -> SignatureCheck:
     coverage, level = "unclear", "other"
     if cert is not None:
         try:
+            _digest_byte_range(sig)
             sig.compute_integrity_info()
             coverage = sig.coverage.name.lower()
             diff = sig.diff_result
@@ -463,8 +494,10 @@ def _check(sig: Any, trust: TrustPolicy | None) -> SignatureCheck:
             f"the document was changed after signing (modification level {level}): only form filling "
             "and signature/timestamp updates are accepted; added annotations and content changes are not"
         )
+    if not problems and cert is not None:
+        problems.extend(_validity_problems(cert, moment))
     signer = _describe(cert) if cert is not None else None
-    trusted = _trusted(cert, sig, trust) if trust is not None and cert is not None else None
+    trusted = _trusted(cert, sig, trust, moment, material) if trust is not None and cert is not None else None
     if trust is not None and cert is None:
         trusted = False
     if trusted is False and signer is not None:
@@ -482,6 +515,23 @@ def _check(sig: Any, trust: TrustPolicy | None) -> SignatureCheck:
         trusted=trusted,
         problems=tuple(problems),
     )
+
+
+def _digest_byte_range(sig: Any) -> None:
+    """Hash the signature's ``/ByteRange`` with pyHanko's own function, in 1 MiB reads.
+
+    pyHanko reads the range 4 KiB at a time, and hashing almost the whole file is most of what a
+    verification costs (``docs/benchmarks.md``): the same digest over the same bytes, read in larger
+    chunks, is put in the signature's digest cache, where ``compute_integrity_info`` and
+    ``compute_digest`` take it from. Nothing is skipped: every byte of the range is still hashed.
+    """
+    from pyhanko.sign.general import byte_range_digest
+
+    algorithm = sig.external_md_algorithm
+    _, digest = byte_range_digest(
+        sig.reader.stream, byte_range=sig.byte_range, md_algorithm=algorithm, chunk_size=_DIGEST_CHUNK
+    )
+    sig.external_digests[algorithm] = digest
 
 
 def _safe(getter: Any) -> Any:
@@ -549,7 +599,29 @@ def _self_signed(cert: Any) -> bool:
     return True
 
 
-def _trusted(cert: Any, sig: Any, trust: TrustPolicy) -> bool:
+def _validity_problems(cert: Any, moment: datetime) -> list[str]:
+    """The signer certificate must be valid at ``moment`` (a pinned or trusted one too)."""
+    validity = cert["tbs_certificate"]["validity"]
+    not_before, not_after = validity["not_before"].native, validity["not_after"].native
+    when = moment.astimezone(timezone.utc).isoformat()
+    if moment > not_after:
+        return [
+            f"the signer certificate expired on {not_after.isoformat()} (checked as of {when}): "
+            "nothing in this file proves the seal was made while it was valid; a long-term "
+            "validation copy (ltv=True) carries that proof"
+        ]
+    if moment < not_before:
+        return [f"the signer certificate is valid only from {not_before.isoformat()} (checked as of {when})"]
+    return []
+
+
+def _trusted(
+    cert: Any,
+    sig: Any,
+    trust: TrustPolicy,
+    moment: datetime,
+    material: tuple[Sequence[Any], Sequence[Any], Sequence[Any]] | None = None,
+) -> bool:
     fingerprint = hashlib.sha256(cert.dump()).hexdigest()
     if fingerprint in trust.fingerprints:
         return True
@@ -557,7 +629,9 @@ def _trusted(cert: Any, sig: Any, trust: TrustPolicy) -> bool:
         return False
     if any(hashlib.sha256(der).hexdigest() == fingerprint for der in trust.certificates):
         return True
-    return _chains_to(cert, _safe(lambda: list(sig.other_embedded_certs)) or [], trust.certificates)
+    certs, ocsps, crls = material or ((), (), ())
+    intermediates = [*(_safe(lambda: list(sig.other_embedded_certs)) or []), *certs]
+    return _chains_to(cert, intermediates, trust.certificates, moment=moment, ocsps=ocsps, crls=crls)
 
 
 def _run(coroutine: Any) -> Any:
@@ -572,8 +646,19 @@ def _run(coroutine: Any) -> Any:
         return pool.submit(asyncio.run, coroutine).result()
 
 
-def _chains_to(cert: Any, intermediates: Sequence[Any], roots: Sequence[bytes]) -> bool:
-    """Whether ``cert`` has a valid path to one of ``roots`` (offline; no revocation fetching)."""
+def _chains_to(
+    cert: Any,
+    intermediates: Sequence[Any],
+    roots: Sequence[bytes],
+    *,
+    moment: datetime | None = None,
+    ocsps: Sequence[Any] = (),
+    crls: Sequence[Any] = (),
+) -> bool:
+    """Whether ``cert`` has a valid path to one of ``roots`` as of ``moment``.
+
+    Offline: nothing is fetched; the given OCSP answers and CRLs are used (a revoked one fails).
+    """
     from asn1crypto import x509
     from pyhanko_certvalidator import CertificateValidator, ValidationContext
     from pyhanko_certvalidator.errors import PathBuildingError, PathValidationError
@@ -581,8 +666,11 @@ def _chains_to(cert: Any, intermediates: Sequence[Any], roots: Sequence[bytes]) 
     context = ValidationContext(
         trust_roots=[x509.Certificate.load(der) for der in roots],
         other_certs=list(intermediates),
+        moment=moment,
         allow_fetching=False,
         revocation_mode="soft-fail",
+        ocsps=list(ocsps),
+        crls=list(crls),
     )
     validator = CertificateValidator(cert, validation_context=context)
     try:

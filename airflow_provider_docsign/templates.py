@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_provider_docsign.attachments import normalize_attachments
 from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.models import Envelope, Field, Recipient
 from airflow_provider_docsign.payloads import SIGNATURE_FIELD_TYPES, PdfFile, inspect_files
@@ -427,7 +428,8 @@ def validate_use_payload(
     :param folder_id: The document folder for the new envelope.
     :param distribute: Send the envelope at once.
     :param override: ``title``, ``subject``, ``message``, ``timezone``, ``dateFormat``, ``language``...
-    :param attachments: ``[{"label", "data": url}]``.
+    :param attachments: ``[{"label", "url"}]`` (or the service's ``{"label", "data"}``); a label and an
+        ``https`` link each (see :mod:`airflow_provider_docsign.attachments`).
     :param form_values: PDF form values by form field name.
     :return: ``(payload, file sources, multipart file names)``.
     :raises DocsignValidationError: listing every problem found.
@@ -451,6 +453,10 @@ def validate_use_payload(
         problems.append("external_id must be a string of at most 255 characters")
     if folder_id is not None and (not isinstance(folder_id, str) or not folder_id.strip()):
         problems.append(f"folder_id must be a non-empty string, not {folder_id!r}")
+    checked_attachments: list[dict[str, str]] = []
+    if attachments:
+        checked_attachments, found = normalize_attachments(attachments)
+        problems.extend(found)
     if override is not None:
         if not isinstance(override, Mapping):
             problems.append("override must be an object")
@@ -474,8 +480,8 @@ def validate_use_payload(
         payload["customDocumentData"] = custom
     if override:
         payload["override"] = dict(override)
-    if attachments:
-        payload["attachments"] = [dict(a) for a in attachments]
+    if checked_attachments:
+        payload["attachments"] = [{"label": a["label"], "data": a["url"]} for a in checked_attachments]
     if form_values:
         payload["formValues"] = dict(form_values)
     payload["distributeDocument"] = bool(distribute)

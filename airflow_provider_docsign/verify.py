@@ -3,15 +3,32 @@
 Nothing here prints or exits: every function returns :class:`Outcome` objects (or raises
 :class:`UnusableInput`), and the ``docsign verify`` command (:mod:`.cli.verify`) prints them and
 chooses the exit status. ``python -m airflow_provider_docsign.verify`` still works: it runs that
-command.
+command. Nothing here imports Airflow unless a URI with a scheme (``s3://``...) is given.
 
 A manifest is audited **where it is**: the files checked are the ones beside the manifest, found by
 the path relative to the manifest that it records for each file (``path``), so an auditor handed a
 copy of an archive audits the copy, not the original the URIs point at. Manifests written before
 ``path`` existed are read by the file's name under the manifest's folder (see
-:func:`relative_path`). ``by_uri=True`` checks the recorded URIs instead. A file listed but missing,
-a file whose SHA-256 changed, and a PDF in the audited folders that the manifest does not list each
-fail, naming the file.
+:func:`relative_path`). ``by_uri=True`` checks the recorded URIs instead.
+
+Only **regular files inside the manifest's folder** are read: an entry that is a FIFO, a device, a
+socket or a directory is refused before it is opened, and one whose symbolic links lead out of the
+folder is refused too; each fails by name. Each entry is audited on its own: a malformed one (not an
+object, a ``path`` with a NUL byte or climbing out with ``..``) fails alone and the rest are audited.
+
+Then the folders themselves are checked (:mod:`._audit_folders`): every PDF in the manifest's
+folder (and in the folders of its files) must be listed by a manifest *being audited*, and every
+other ``.json`` there is reported, since a second manifest beside the first could otherwise vouch for
+an injected PDF. Envelopes that share a folder are audited together, by giving every manifest.
+
+The lasting evidence (:mod:`.verify_evidence`) is audited with the manifest: the timestamp token
+beside it (``manifest.json.tsr``) and the long-term validation copies (``NAME.ltv.pdf``) its entries
+list, read under the same rules as the files.
+
+Where checks plug in: per file, :func:`_check_contents` (SHA-256, then signatures) runs on the one
+open stream of each entry; checks of a manifest as a whole go in :func:`_audit_one`, beside the
+per-entry loop (the evidence is :func:`_evidence`), and checks of the audited folders in
+:func:`_folder_checks`.
 """
 
 from __future__ import annotations
@@ -23,9 +40,17 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from airflow_provider_docsign._sources import open_source
+from airflow_provider_docsign import verify_evidence as evidence
+from airflow_provider_docsign._audit_folders import findings
+from airflow_provider_docsign._sources import (
+    NotARegularFileError,
+    OutsideFolderError,
+    is_local_path,
+    open_regular_file,
+    open_source,
+)
 from airflow_provider_docsign.signatures import (
     SignatureReport,
     TrustPolicy,
@@ -42,6 +67,7 @@ __all__ = [
     "audit",
     "audit_file",
     "audit_manifest",
+    "audit_manifests",
     "relative_path",
     "to_path",
 ]
@@ -56,6 +82,8 @@ LOOKUP_FILE_NAME = "file name (old manifest without relative paths)"
 #: or at the URIs the manifest records (``by_uri=True``).
 LOOKUP_URI = "recorded URI"
 
+_MISSING = "missing: the file listed in the manifest does not exist"
+
 PASS = "PASS"  # noqa: S105 - an audit status, not a password
 FAIL = "FAIL"
 UNREADABLE = "UNREADABLE"
@@ -67,9 +95,10 @@ class UnusableInput(Exception):
 
 @dataclass
 class Outcome:
-    """The audit of one file.
+    """The audit of one file (or of one manifest entry that names no usable file).
 
-    :param file: The file as checked (a path or URI).
+    :param file: The file as checked (a path or URI); for a malformed entry, the manifest and the
+        entry's place in it (``manifest.json#files[2]``).
     :param report: Its signature report, if it could be read.
     :param problems: Why it fails (empty: it passes).
     :param unreadable: True when the file could not be read at all (not there, not a PDF, a PDF that
@@ -107,25 +136,26 @@ class Outcome:
         return data
 
 
+def is_remote(uri: str) -> bool:
+    """Whether ``uri`` names object storage (``s3://``...), which needs Airflow to be read."""
+    return "://" in uri and not uri.startswith("file://")
+
+
 def to_path(uri: str, conn_id: str | None = None) -> Any:
     """A local :class:`~pathlib.Path`, or an ``ObjectStoragePath`` for a URI with a scheme."""
-    if "://" in uri and not uri.startswith("file://"):
+    if is_remote(uri):
         from airflow_provider_docsign._compat import ObjectStoragePath
 
         return ObjectStoragePath(uri, conn_id=conn_id) if conn_id else ObjectStoragePath(uri)
     return Path(uri[len("file://") :] if uri.startswith("file://") else uri)
 
 
-def _sha256(source: Any) -> str:
-    stream, owned = open_source(source)
-    try:
-        digest = hashlib.sha256()
-        while chunk := stream.read(_CHUNK):
-            digest.update(chunk)
-        return digest.hexdigest()
-    finally:
-        if owned:
-            stream.close()
+def _open(path: Any, inside: Any = None) -> IO[bytes]:
+    """Open a file to audit: a local one only if it is a regular file (inside ``inside``, if given)."""
+    if is_local_path(path):
+        return open_regular_file(path, inside=inside)
+    stream, _ = open_source(path)  # object storage: no links, FIFOs or devices there
+    return stream
 
 
 def _unreadable(name: str, err: BaseException) -> Outcome:
@@ -133,6 +163,8 @@ def _unreadable(name: str, err: BaseException) -> Outcome:
         reason = "the file does not exist"
     elif isinstance(err, IsADirectoryError):
         reason = "it is a directory, not a file"
+    elif isinstance(err, NotARegularFileError):
+        reason = f"it is {err.kind}, not a regular file; it was not read"
     elif isinstance(err, UnreadablePdfError):
         reason = str(err)
     else:
@@ -140,18 +172,31 @@ def _unreadable(name: str, err: BaseException) -> Outcome:
     return Outcome(name, problems=[reason], unreadable=True)
 
 
-def audit_file(uri: str, trust: TrustPolicy | None, *, conn_id: str | None = None) -> Outcome:
+def audit_file(
+    uri: str,
+    trust: TrustPolicy | None,
+    *,
+    conn_id: str | None = None,
+    options: evidence.EvidenceOptions | None = None,
+) -> Any:
     """Verify one file given on the command line: it must be a signed PDF whose signatures pass.
 
-    Never raises for the file itself: a file that is not there, is not a PDF or cannot be parsed
-    gives an ``unreadable`` outcome, so that every other file is still audited.
+    Never raises for the file itself: a file that is not there, is not a regular file, is not a PDF
+    or cannot be parsed gives an ``unreadable`` outcome, so that every other file is still audited.
+    A long-term validation copy (``NAME.ltv.pdf``) is checked as such
+    (:func:`.verify_evidence.audit_ltv`).
 
     :param uri: A path or URI.
     :param trust: The trust policy (``None``: ``trusted`` is not judged).
     :param conn_id: The Airflow connection for ``s3://`` and other object stores.
+    :param options: Pinned TSA certificates, the validation time (default: now).
     """
+    options = options or evidence.EvidenceOptions()
     try:
-        report = verify_pdf_signatures(to_path(uri, conn_id), trust=trust, label=uri)
+        with _open(to_path(uri, conn_id)) as stream:
+            if evidence.is_ltv_copy(uri):
+                return evidence.audit_ltv(stream, uri, trust, options)
+            report = verify_pdf_signatures(stream, trust=trust, label=uri, at=options.at)
     except (OSError, UnreadablePdfError) as err:
         return _unreadable(uri, err)
     return Outcome(uri, report, report.problems)
@@ -159,31 +204,58 @@ def audit_file(uri: str, trust: TrustPolicy | None, *, conn_id: str | None = Non
 
 def _read_manifest(path: Any, uri: str) -> dict[str, Any]:
     try:
-        stream, owned = open_source(path)
-        try:
+        with _open(path) as stream:
             raw = stream.read(_MAX_MANIFEST_BYTES + 1)
-        finally:
-            if owned:
-                stream.close()
         if len(raw) > _MAX_MANIFEST_BYTES:
             raise UnusableInput(f"manifest {uri} is larger than {_MAX_MANIFEST_BYTES} bytes")
         manifest = json.loads(raw)
-    except (OSError, ValueError) as err:
+    except NotARegularFileError as err:
+        raise UnusableInput(f"manifest {uri}: it is {err.kind}, not a regular file; it was not read") from err
+    except (OSError, ValueError, RecursionError) as err:
         raise UnusableInput(f"manifest {uri}: {type(err).__name__}: {err}") from err
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), list):
         raise UnusableInput(f"manifest {uri} is not an archive manifest (no 'files' list)")
     return manifest
 
 
-def _entries(manifest: dict[str, Any]) -> list[tuple[dict[str, Any], bool]]:
-    """``(entry, signature_required)`` for every file of an archive manifest."""
+@dataclass(frozen=True)
+class _Entry:
+    """One file a manifest lists, or the reason its entry is malformed.
+
+    :param where: The entry's place in the manifest (``files[0]``, ``audit_log``, ``certificate``).
+    :param data: The entry (an object), or ``None`` when malformed.
+    :param signature_required: Whether the file must carry a passing signature.
+    :param malformed: Why the entry cannot be audited (it fails alone).
+    """
+
+    where: str
+    data: dict[str, Any] | None
+    signature_required: bool = False
+    malformed: str | None = None
+
+
+def _entries(manifest: dict[str, Any]) -> list[_Entry]:
+    """Every entry of an archive manifest, in order: its files, then the audit log and certificate."""
     signed_version = manifest.get("version") == "signed"
-    entries = [(e, signed_version) for e in manifest["files"] if isinstance(e, dict)]
+    entries = []
+    for index, item in enumerate(manifest["files"]):
+        where = f"files[{index}]"
+        if isinstance(item, dict):
+            entries.append(_Entry(where, item, signed_version))
+        else:
+            entries.append(_Entry(where, None, malformed=f"not an object ({type(item).__name__})"))
     for kind in ("audit_log", "certificate"):
         report = manifest.get(kind)
-        if isinstance(report, dict):
-            recorded = report.get("signature") or {}
-            entries.append((report, recorded.get("signed") is True))
+        if report is None:
+            continue
+        if not isinstance(report, dict):
+            entries.append(_Entry(kind, None, malformed=f"not an object ({type(report).__name__})"))
+            continue
+        recorded = report.get("signature")
+        if recorded is not None and not isinstance(recorded, dict):
+            entries.append(_Entry(kind, None, malformed="its 'signature' is not an object"))
+            continue
+        entries.append(_Entry(kind, report, (recorded or {}).get("signed") is True))
     return entries
 
 
@@ -195,15 +267,25 @@ def relative_path(entry: dict[str, Any], manifest: dict[str, Any]) -> tuple[str,
     destination, from ``manifest_uri`` and ``destination``); failing that, the file's base name is
     used.
 
-    :raises UnusableInput: For a recorded path that is absolute or climbs out with ``..``.
+    :raises UnusableInput: For a recorded path that is not a string, is absolute, climbs out with
+        ``..`` or holds a NUL byte (the entry fails; the others are still audited).
     """
     recorded = entry.get("path")
-    if isinstance(recorded, str) and recorded:
+    if recorded is not None and not isinstance(recorded, str):
+        raise UnusableInput(f"manifest entry path {recorded!r} is not a string")
+    if recorded:
         parts = recorded.split("/")
-        if recorded.startswith("/") or "\\" in recorded or any(p in {"", ".", ".."} for p in parts):
+        if (
+            recorded.startswith("/")
+            or "\\" in recorded
+            or "\x00" in recorded
+            or any(p in {"", ".", ".."} for p in parts)
+        ):
             raise UnusableInput(f"manifest entry path {recorded!r} is not a plain relative path")
         return recorded, LOOKUP_RELATIVE_PATH
     name = str(entry.get("name") or entry.get("uri") or "")
+    if "\x00" in name:
+        raise UnusableInput(f"manifest entry name {name!r} holds a NUL byte")
     destination = str(manifest.get("destination") or "").rstrip("/")
     manifest_uri = str(manifest.get("manifest_uri") or "")
     if destination and manifest_uri.startswith(destination + "/"):
@@ -211,59 +293,80 @@ def relative_path(entry: dict[str, Any], manifest: dict[str, Any]) -> tuple[str,
         prefix = f"{folder}/" if folder else ""
         if name.startswith(prefix) and ".." not in name.split("/"):
             return name[len(prefix) :], LOOKUP_FILE_NAME
-    return posixpath.basename(name), LOOKUP_FILE_NAME
+    base = posixpath.basename(name)
+    if base in {"", ".", ".."}:
+        raise UnusableInput(f"manifest entry names no file (name {name!r})")
+    return base, LOOKUP_FILE_NAME
 
 
 def _join(folder: Any, relative: str) -> Any:
     return folder.joinpath(*relative.split("/"))
 
 
-def _pdfs_in(folder: Any) -> list[Any]:
-    try:
-        return [p for p in folder.iterdir() if p.name.lower().endswith(".pdf") and p.is_file()]
-    except (FileNotFoundError, NotADirectoryError):
-        return []
+def _open_listed(outcome: Any, path: Any, inside: Any, missing: str = _MISSING) -> IO[bytes] | None:
+    """Open a file a manifest lists, refusing anything but a regular file inside ``inside``.
 
-
-def _listed_by_other_manifests(folder: Any, manifest_path: Any) -> set[str]:
-    """Names (relative to ``folder``) listed by *other* manifests in the same folder.
-
-    Several envelopes may share one folder, each with its own manifest (``manifest_name`` with
-    ``{envelope_key}``); their PDFs are not "unlisted" for this one.
+    On a refusal or an error the reason goes into ``outcome`` and ``None`` is returned.
     """
-    names: set[str] = set()
     try:
-        candidates = [
-            p for p in folder.iterdir() if p.name.endswith(".json") and p.name != manifest_path.name
-        ]
-    except (FileNotFoundError, NotADirectoryError):
-        return names
-    for candidate in candidates:
-        try:
-            other = _read_manifest(candidate, str(candidate))
-            for entry, _ in _entries(other):
-                names.add(relative_path(entry, other)[0])
-        except UnusableInput:
-            continue
-    return names
+        return _open(path, inside)
+    except FileNotFoundError:
+        outcome.problems.append(missing)
+    except NotARegularFileError as err:
+        outcome.problems.append(f"refused: it is {err.kind}, not a regular file; it was not read")
+    except OutsideFolderError as err:
+        outcome.problems.append(
+            f"refused: a symbolic link leading outside the manifest's folder (to {err.target}); "
+            "it was not read"
+        )
+    except OSError as err:
+        outcome.problems.append(f"cannot be read: {type(err).__name__}: {err}")
+        outcome.unreadable = True
+    return None
 
 
 def _check_entry(
-    outcome: Outcome, path: Any, entry: dict[str, Any], signature_required: bool, trust: TrustPolicy | None
+    outcome: Outcome,
+    path: Any,
+    entry: _Entry,
+    trust: TrustPolicy | None,
+    *,
+    inside: Any = None,
+    at: Any = None,
 ) -> None:
+    """Open the entry's file (refusing anything but a regular file inside ``inside``) and check it."""
+    stream = _open_listed(outcome, path, inside)
+    if stream is None:
+        return
+    with stream:
+        _check_contents(outcome, stream, entry, trust, at)
+
+
+def _check_contents(
+    outcome: Outcome, stream: IO[bytes], entry: _Entry, trust: TrustPolicy | None, at: Any = None
+) -> None:
+    """The checks of one listed file, on its open stream: its SHA-256, then its signatures.
+
+    Both read the same descriptor, so the bytes hashed are the bytes verified.
+    """
+    assert entry.data is not None
+    recorded = entry.data.get("sha256")
     try:
-        actual = _sha256(path)
-    except (FileNotFoundError, IsADirectoryError):
-        outcome.problems.append("missing: the file listed in the manifest does not exist")
+        digest = hashlib.sha256()
+        while chunk := stream.read(_CHUNK):
+            digest.update(chunk)
+        stream.seek(0)
+    except FileNotFoundError:  # an object store may say so only on the first read
+        outcome.problems.append(_MISSING)
         return
     except OSError as err:
         outcome.problems.append(f"cannot be read: {type(err).__name__}: {err}")
         outcome.unreadable = True
         return
-    if actual != entry.get("sha256"):
-        outcome.problems.append(f"changed: sha256 is {actual}, the manifest says {entry.get('sha256')}")
+    if digest.hexdigest() != recorded:
+        outcome.problems.append(f"changed: sha256 is {digest.hexdigest()}, the manifest says {recorded}")
     try:
-        outcome.report = verify_pdf_signatures(path, trust=trust, label=outcome.file)
+        outcome.report = verify_pdf_signatures(stream, trust=trust, label=outcome.file, at=at)
     except UnreadablePdfError as err:
         # The manifest lists it as an archived PDF: that it no longer parses is a failed check
         # (usually with "changed" above), not unusable input.
@@ -273,50 +376,122 @@ def _check_entry(
         outcome.problems.append(f"cannot be read: {type(err).__name__}: {err}")
         outcome.unreadable = True
         return
-    if outcome.report.signed or signature_required:
+    if outcome.report.signed or entry.signature_required:
         outcome.problems.extend(outcome.report.problems)
 
 
-def audit_manifest(
-    uri: str, trust: TrustPolicy | None, *, conn_id: str | None = None, by_uri: bool = False
-) -> list[Outcome]:
-    """Re-audit an archive from its ``manifest.json``: existence, SHA-256 and signatures of each file.
+@dataclass
+class _Audited:
+    """One manifest, audited: its outcomes and what it lists (relative to its folder)."""
 
-    By default the files beside the manifest are checked (see the module docstring), and every PDF in
-    the manifest's folder, and in the folders of its files, must be listed. With ``by_uri`` the URIs
-    the manifest records are checked instead (no unlisted-file check: those folders may hold anything).
+    uri: str
+    path: Any
+    outcomes: list[Any]
+    listed: set[str]
 
-    :param uri: The manifest's path or URI.
-    :param trust: The trust policy.
-    :param conn_id: The Airflow connection for object stores.
-    :param by_uri: Check the recorded URIs, not the files beside the manifest.
-    :raises UnusableInput: When the manifest cannot be read or is not a manifest.
-    """
+
+def _audit_one(
+    uri: str,
+    trust: TrustPolicy | None,
+    *,
+    conn_id: str | None,
+    by_uri: bool,
+    options: evidence.EvidenceOptions,
+) -> _Audited:
+    """Audit every entry of one manifest, each on its own, then its lasting evidence."""
     manifest_path = to_path(uri, conn_id)
     manifest = _read_manifest(manifest_path, uri)
     folder = manifest_path.parent
-    outcomes: list[Outcome] = []
-    seen: set[str] = set()
-    for entry, signature_required in _entries(manifest):
-        recorded = str(entry.get("uri") or entry.get("name") or "")
+    local = is_local_path(manifest_path)
+    audited = _Audited(uri, manifest_path, [], set())
+    for entry in _entries(manifest):
+        data = entry.data or {}
+        recorded = str(data.get("uri") or data.get("name") or "")
+        if entry.malformed is not None:
+            audited.outcomes.append(
+                Outcome(f"{uri}#{entry.where}", problems=[f"malformed entry: {entry.malformed}"])
+            )
+            continue
+        try:
+            if by_uri:
+                if not recorded or "\x00" in recorded:
+                    raise UnusableInput(f"manifest entry records no usable URI ({recorded!r})")
+                path, lookup, shown = to_path(recorded, conn_id), LOOKUP_URI, recorded
+            else:
+                relative, lookup = relative_path(data, manifest)
+                path = _join(folder, relative)
+                shown = _shown(uri, path, relative)
+                audited.listed.add(relative)
+        except (UnusableInput, ValueError) as err:  # a tampered entry: it fails, the others are audited
+            audited.outcomes.append(
+                Outcome(f"{uri}#{entry.where}", problems=[f"malformed entry: {err}"], recorded_uri=recorded)
+            )
+            continue
+        outcome = Outcome(shown, recorded_uri=recorded, lookup=lookup)
+        audited.outcomes.append(outcome)
+        inside = folder if local and not by_uri else None
+        _check_entry(outcome, path, entry, trust, inside=inside, at=options.at)
+    inside = folder if local and not by_uri else None
+    audited.outcomes.extend(_evidence(manifest, audited, trust, options, conn_id, by_uri, inside))
+    return audited
+
+
+def _evidence(
+    manifest: dict[str, Any],
+    audited: _Audited,
+    trust: TrustPolicy | None,
+    options: evidence.EvidenceOptions,
+    conn_id: str | None,
+    by_uri: bool,
+    inside: Any,
+) -> list[Any]:
+    """The manifest's long-term validation copies and its timestamp token (:mod:`.verify_evidence`).
+
+    Both are read under the rules of every listed file: regular files only, inside the folder.
+    """
+    uri, manifest_path = audited.uri, audited.path
+    folder = manifest_path.parent
+    out: list[Any] = []
+    for copy in evidence.ltv_entries(manifest):
+        recorded = str(copy.get("uri") or copy.get("name") or "")
+        try:
+            relative, lookup = relative_path(copy, manifest)
+        except UnusableInput as err:
+            out.append(Outcome(recorded, problems=[f"malformed entry: {err}"], recorded_uri=recorded))
+            continue
         if by_uri:
-            path, lookup, relative = to_path(recorded, conn_id), LOOKUP_URI, None
-            shown = recorded
+            path, shown, lookup = to_path(recorded, conn_id), recorded, LOOKUP_URI
         else:
-            try:
-                relative, lookup = relative_path(entry, manifest)
-            except UnusableInput as err:  # a tampered entry: it fails, the others are still audited
-                outcomes.append(Outcome(recorded, problems=[str(err)], recorded_uri=recorded))
-                continue
             path = _join(folder, relative)
             shown = _shown(uri, path, relative)
-            seen.add(relative)
-        outcome = Outcome(shown, recorded_uri=recorded, lookup=lookup)
-        outcomes.append(outcome)
-        _check_entry(outcome, path, entry, signature_required, trust)
-    if not by_uri:
-        outcomes.extend(_unlisted(folder, manifest_path, seen, uri))
-    return outcomes
+            audited.listed.add(relative)
+        refused = Outcome(shown, recorded_uri=recorded, lookup=lookup)
+        stream = _open_listed(
+            refused,
+            path,
+            inside,
+            "missing: the long-term validation copy listed in the manifest does not exist",
+        )
+        if stream is None:
+            out.append(refused)
+            continue
+        with stream:
+            outcome = evidence.audit_ltv(stream, shown, trust, options, entry=copy)
+        outcome.lookup = lookup
+        out.append(outcome)
+    name = evidence.token_name(manifest_path.name)
+    token_path = folder / name
+    token = evidence.audit_token(
+        manifest,
+        uri,
+        lambda: _open(manifest_path, inside),
+        lambda: _open(token_path, inside),
+        _shown(uri, token_path, name),
+        options,
+    )
+    if token is not None:
+        out.append(token)
+    return out
 
 
 def _shown(manifest_uri: str, path: Any, relative: str) -> str:
@@ -325,30 +500,65 @@ def _shown(manifest_uri: str, path: Any, relative: str) -> str:
     A local path, or the manifest's URI folder plus the relative path: never an ObjectStoragePath's
     string, which may carry a connection id.
     """
-    if "://" not in manifest_uri or manifest_uri.startswith("file://"):
+    if not is_remote(manifest_uri):
         return str(path)
     return f"{manifest_uri.rsplit('/', 1)[0]}/{relative}"
 
 
-def _unlisted(folder: Any, manifest_path: Any, seen: set[str], uri: str) -> list[Outcome]:
-    others = _listed_by_other_manifests(folder, manifest_path)
-    folders = {""} | {posixpath.dirname(name) for name in seen}
-    out = []
-    for sub in sorted(folders):
-        directory = _join(folder, sub) if sub else folder
-        for pdf in sorted(_pdfs_in(directory), key=lambda p: p.name):
-            relative = f"{sub}/{pdf.name}" if sub else pdf.name
-            if relative in seen or relative in others:
-                continue
-            shown = _shown(uri, pdf, relative)
-            out.append(
-                Outcome(
-                    shown,
-                    problems=["unlisted: a PDF beside the manifest that the manifest does not list"],
-                    lookup=LOOKUP_RELATIVE_PATH,
-                )
-            )
-    return out
+def _folder_checks(audited: Sequence[_Audited]) -> list[Outcome]:
+    """Every PDF in the audited folders must be listed, and no other ``.json`` may lie there.
+
+    See :func:`._audit_folders.findings`: a file beside the manifests that lists a PDF (an extra
+    ``.json``) vouches for nothing; it is reported itself.
+    """
+    found = findings([(one.uri, one.path, one.listed) for one in audited])
+    return [
+        Outcome(_shown(uri, path, relative), problems=[problem], lookup=LOOKUP_RELATIVE_PATH)
+        for uri, path, relative, problem in found
+    ]
+
+
+def audit_manifests(
+    uris: Iterable[str],
+    trust: TrustPolicy | None,
+    *,
+    conn_id: str | None = None,
+    by_uri: bool = False,
+    options: evidence.EvidenceOptions | None = None,
+) -> list[Any]:
+    """Re-audit archives from their manifests: existence, SHA-256 and signatures of each file.
+
+    By default the files beside each manifest are checked (see the module docstring); then every
+    PDF in the manifests' folders, and in the folders of their files, must be listed by one of the
+    manifests audited together, and any other ``.json`` there is reported. With ``by_uri`` the URIs
+    the manifests record are checked instead (no folder check: those folders may hold anything).
+
+    :param uris: The manifests' paths or URIs.
+    :param trust: The trust policy.
+    :param conn_id: The Airflow connection for object stores.
+    :param by_uri: Check the recorded URIs, not the files beside the manifest.
+    :param options: The evidence checks (:mod:`.verify_evidence`): the long-term validation copies the
+        manifests list and the timestamp token beside each are audited too.
+    :raises UnusableInput: When a manifest cannot be read or is not a manifest.
+    """
+    options = options or evidence.EvidenceOptions()
+    audited = [_audit_one(uri, trust, conn_id=conn_id, by_uri=by_uri, options=options) for uri in uris]
+    outcomes = [outcome for one in audited for outcome in one.outcomes]
+    if not by_uri:
+        outcomes.extend(_folder_checks(audited))
+    return outcomes
+
+
+def audit_manifest(
+    uri: str,
+    trust: TrustPolicy | None,
+    *,
+    conn_id: str | None = None,
+    by_uri: bool = False,
+    options: evidence.EvidenceOptions | None = None,
+) -> list[Any]:
+    """Re-audit one archive from its manifest (see :func:`audit_manifests`)."""
+    return audit_manifests([uri], trust, conn_id=conn_id, by_uri=by_uri, options=options)
 
 
 def audit(
@@ -358,14 +568,16 @@ def audit(
     *,
     conn_id: str | None = None,
     by_uri: bool = False,
-) -> list[Outcome]:
-    """Audit files and manifests, in order; every file gets an outcome.
+    options: evidence.EvidenceOptions | None = None,
+) -> list[Any]:
+    """Audit files, then the manifests together; every file gets an outcome.
 
+    :param options: The evidence checks: pinned TSA certificates, ``require_timestamp``, the
+        validation time (:class:`.verify_evidence.EvidenceOptions`).
     :raises UnusableInput: When a manifest cannot be read.
     """
-    outcomes = [audit_file(f, trust, conn_id=conn_id) for f in files]
-    for manifest in manifests:
-        outcomes.extend(audit_manifest(manifest, trust, conn_id=conn_id, by_uri=by_uri))
+    outcomes = [audit_file(f, trust, conn_id=conn_id, options=options) for f in files]
+    outcomes.extend(audit_manifests(manifests, trust, conn_id=conn_id, by_uri=by_uri, options=options))
     return outcomes
 
 

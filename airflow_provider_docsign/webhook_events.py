@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_provider_docsign.expiry import awaits_signature
+
 __all__ = [
     "DEFAULT_EVENTS",
     "KNOWN_EVENTS",
@@ -188,7 +190,7 @@ def _expired_recipient(recipients: Any) -> int | None:
     """The unsigned, non-CC recipient whose ``expirationNotifiedAt`` is the latest (ISO text sorts)."""
     best: tuple[str, int] | None = None
     for r in recipients if isinstance(recipients, list) else ():
-        if not isinstance(r, dict) or r.get("role") == "CC" or r.get("signingStatus") != "NOT_SIGNED":
+        if not isinstance(r, dict) or not awaits_signature(r):
             continue
         notified, rid = r.get("expirationNotifiedAt"), r.get("id")
         if not isinstance(notified, str) or not isinstance(rid, int) or isinstance(rid, bool):

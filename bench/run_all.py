@@ -30,6 +30,8 @@ BENCHMARKS = [
     ("upload", "bench_upload.py", 150),
     ("download", "bench_download.py", 120),
     ("verify", "bench_verify.py", 90),
+    ("cli", "bench_cli.py", 120),
+    ("verify_timestamp", "bench_verify.py --evidence", 90),
     ("waiting", "bench_waiting.py", 300),
     ("http_provider", "bench_http_provider.py", 90),
     ("pipeline", "bench_pipeline.py", 180),
@@ -82,7 +84,8 @@ def main() -> int:
     for name, script, limit in selected:
         print(f"\n=== {name} (limit {limit} s) ===", flush=True)
         t0 = time.monotonic()
-        proc = subprocess.Popen([sys.executable, str(BENCH_DIR / script)], cwd=REPO_DIR)
+        program, *options = script.split()
+        proc = subprocess.Popen([sys.executable, str(BENCH_DIR / program), *options], cwd=REPO_DIR)
         try:
             proc.wait(timeout=limit)
             status[name] = "ok" if proc.returncode == 0 else f"failed (exit {proc.returncode})"

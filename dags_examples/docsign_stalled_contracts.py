@@ -12,7 +12,10 @@ and decides for each one, oldest rule first:
   the last ``remind_after_days`` days;
 - otherwise nothing.
 
-Requests are bounded: the list calls (100 envelopes per page), then exactly one write per action
+Which envelopes have an expired link is asked of the service (``find_envelopes(...,
+has_expired_recipients=True)``, the real ``hasExpiredRecipients`` filter), so the service's clock
+decides, not the worker's. Requests are bounded: two list calls per folder (100 envelopes per page:
+all PENDING ones, and those with an expired link), then exactly one write per action
 (one ``redistribute`` or one ``cancel``). What was renewed and reminded is remembered in a small state
 file beside the reports, so a daily run never renews twice or reminds every day.
 
@@ -47,9 +50,20 @@ WORK_DIR = os.environ.get("DOCSIGN_EXAMPLE_WORK_DIR") or os.path.join(
 
 
 def decide(
-    envelope: Any, state: dict[str, Any], now: datetime, remind_after: float, cancel_after: float
+    envelope: Any,
+    state: dict[str, Any],
+    now: datetime,
+    remind_after: float,
+    cancel_after: float,
+    has_expired: bool = False,
 ) -> tuple[str, str, list[int]]:
-    """``(action, why, recipient ids)`` for one PENDING envelope (pure: no requests)."""
+    """``(action, why, recipient ids)`` for one PENDING envelope (pure: no requests).
+
+    ``has_expired`` is the service's verdict (``find_envelopes(has_expired_recipients=True)`` listed the
+    envelope): the service's clock decides whether a link has expired, not this machine's. The links
+    to renew are the unsigned ones whose ``expiresAt`` has passed (every unsigned signer with a link,
+    should the clocks disagree).
+    """
     from airflow_provider_docsign.expiry import expired_recipients, parse_timestamp
 
     created = parse_timestamp(envelope.created_at) or now
@@ -57,7 +71,9 @@ def decide(
     unsigned = [
         r for r in envelope.recipients if (r.role or "") != "CC" and (r.signing_status or "") == "NOT_SIGNED"
     ]
-    expired = expired_recipients(envelope.recipients, now)
+    expired = []
+    if has_expired:
+        expired = expired_recipients(envelope.recipients, now) or [r for r in unsigned if r.expires_at]
     if age >= cancel_after:
         return "cancel", f"no signature after {age:.0f} days (limit {cancel_after:g})", []
     if expired:
@@ -116,6 +132,13 @@ with DAG(
         rows: list[dict[str, Any]] = []
         writes = 0
         for folder_id in folders:
+            # The service says which envelopes have an expired signing link (its clock, its rule).
+            flagged = {
+                e.id
+                for e in hook.find_envelopes(
+                    status="PENDING", folder_id=folder_id, has_expired_recipients=True
+                )
+            }
             for envelope in hook.find_envelopes(status="PENDING", folder_id=folder_id):
                 mine = state.setdefault(envelope.id, {})
                 action, why, ids = decide(
@@ -124,6 +147,7 @@ with DAG(
                     now,
                     float(params["remind_after_days"]),
                     float(params["cancel_after_days"]),
+                    has_expired=envelope.id in flagged,
                 )
                 if action in ("cancel", "renew", "remind") and writes >= int(params["max_actions"]):
                     action, why = "deferred", f"max_actions ({params['max_actions']}) reached"

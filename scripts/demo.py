@@ -4,10 +4,13 @@
    few seconds after the envelope is sent;
 2. prepare an Airflow home under ``.demo/airflow-home`` (SQLite, no example DAGs, the DAGs folder
    ``dags_examples/``) and a ``docsign_default`` connection pointing at the sandbox, pinning the
-   sandbox's sealing certificate (fetched from ``GET /_sandbox/certificate``) by its fingerprint;
+   sandbox's sealing certificate (fetched from ``GET /_sandbox/certificate``) by its fingerprint and
+   naming the sandbox's RFC 3161 timestamp authority (``tsa_sandbox``, its certificate pinned) in
+   its ``tsa_conn_id`` extra, so the archive timestamps its manifest;
 3. run ``airflow dags test docsign_contract_signing`` (a real DAG run, in one process);
-4. print the run state, the archive folder, the archived files with their sha256, and for each PDF
-   its signer certificate's CN and what its digital signature proves;
+4. print the run state, the archive folder, the archived files with their sha256, for each PDF
+   its signer certificate's CN and what its digital signature proves, and the manifest's timestamp
+   token (verified here again: TSA, genTime);
 5. stop the sandbox, even on failure.
 
 Every run gets its own run id (and so its own externalId and archive folder), so it can be run any
@@ -34,6 +37,7 @@ ARCHIVE_DIR = DEMO / "archive"
 WORK_DIR = DEMO / "work"
 LOG_FILE = DEMO / "last-run.log"
 DAG_ID = "docsign_contract_signing"
+TSA_CONN_ID = "tsa_sandbox"
 API_KEY = "api_demo_sandbox_key_0001"
 AUTO_SIGN_AFTER = 4.0
 POKE_INTERVAL = 2
@@ -47,10 +51,16 @@ RUN_TIMEOUT = 600
 os.environ["AIRFLOW_HOME"] = str(AIRFLOW_HOME)
 
 
-def airflow_env(base_url: str, api_key: str, fingerprints: list[str] | None = None) -> dict[str, str]:
+def airflow_env(
+    base_url: str,
+    api_key: str,
+    fingerprints: list[str] | None = None,
+    tsa: tuple[str, str] | None = None,
+) -> dict[str, str]:
     """The environment of every Airflow command of the demo.
 
     :param fingerprints: SHA-256 fingerprints of the sealing certificate to pin in the connection.
+    :param tsa: ``(url, certificate PEM)`` of the timestamp authority, named by the docsign connection.
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN_"))}
     env.update(
@@ -73,11 +83,17 @@ def airflow_env(base_url: str, api_key: str, fingerprints: list[str] | None = No
                         "max_retries": 3,
                         "backoff_factor": 0.2,
                         "signing_certificate_fingerprints": fingerprints or [],
+                        **({"tsa_conn_id": TSA_CONN_ID} if tsa else {}),
                     },
                 }
             ),
         }
     )
+    if tsa:
+        url, pem = tsa
+        env[f"AIRFLOW_CONN_{TSA_CONN_ID.upper()}"] = json.dumps(
+            {"conn_type": "http", "host": url, "extra": {"trusted_certificates": pem, "timeout": 10}}
+        )
     return env
 
 
@@ -135,6 +151,26 @@ def print_manifest(path: Path, manifest: dict[str, Any], signed_sha256: dict[str
     return ok
 
 
+def timestamp_line(path: Path, tsa_pem: bytes) -> tuple[str, bool]:
+    """The manifest's RFC 3161 token, verified again here against the manifest and the TSA's certificate."""
+    from airflow_provider_docsign.signatures import TrustPolicy
+    from airflow_provider_docsign.timestamps import TimestampError, verify_timestamp
+
+    token = path.with_name(path.name + ".tsr")
+    if not token.is_file():
+        return f"NO TOKEN beside {path.name}", False
+    try:
+        report = verify_timestamp(
+            token.read_bytes(), path.read_bytes(), trust=TrustPolicy.build(pem=[tsa_pem])
+        )
+    except TimestampError as err:
+        return f"{token.name}: UNREADABLE TOKEN ({err})", False
+    if not report.passed:
+        return f"{token.name}: TOKEN FAILED ({'; '.join(report.problems)})", False
+    cn = str(report.tsa).rsplit("Common Name: ", 1)[-1]
+    return f"{token.name} by {cn!r}, genTime {report.gen_time} (verified over {path.name})", True
+
+
 def signature_line(path: Path) -> tuple[str, bool]:
     """What the PDF's digital signature proves, verified again here (independently of the DAG run)."""
     from airflow_provider_docsign.signatures import verify_pdf_signatures
@@ -168,7 +204,11 @@ def main() -> int:
 
         pinned = certificate_fingerprints(sandbox.certificate_pem())
         print(f"[demo] pinning the sandbox's sealing certificate, sha256 {pinned[0]}")
-        env = airflow_env(sandbox.base_url, sandbox.api_key, pinned)
+        tsa_pem = sandbox.tsa_certificate_pem()
+        print(f"[demo] timestamp authority {sandbox.tsa_url} (its certificate pinned in {TSA_CONN_ID})")
+        env = airflow_env(
+            sandbox.base_url, sandbox.api_key, pinned, (sandbox.tsa_url, tsa_pem.decode("ascii"))
+        )
         print(f"[demo] preparing AIRFLOW_HOME={AIRFLOW_HOME} (SQLite)")
         subprocess.run(
             [*AIRFLOW, "db", "migrate"], env=env, check=True, capture_output=True, timeout=MIGRATE_TIMEOUT
@@ -196,6 +236,10 @@ def main() -> int:
     print(f"[demo] run id    : {run_id}")
     print(f"[demo] run state : {state}")
     verified = print_manifest(*found, signed) if found else False
+    if found:
+        line, stamped = timestamp_line(found[0], tsa_pem)
+        print(f"[demo] timestamp : {line}")
+        verified = verified and stamped
     if not found:
         print(f"[demo] no manifest from this run under {ARCHIVE_DIR}")
     if state != "success" or proc.returncode != 0 or not verified:
@@ -204,7 +248,7 @@ def main() -> int:
         return 1
     print(
         "[demo] success: every archived PDF matches the signed bytes the service serves and carries an "
-        "intact, valid seal over the whole document"
+        "intact, valid seal over the whole document; the manifest's timestamp proves they existed by genTime"
     )
     return 0
 

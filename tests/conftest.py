@@ -75,6 +75,7 @@ def sandbox(sandbox_session: SandboxServer) -> Iterator[SandboxServer]:
     sandbox_session.clear_requests()
     yield sandbox_session
     sandbox_session.clear_faults()
+    sandbox_session.set_clock_offset(0)  # a test that skewed the service's clock puts it back
 
 
 @pytest.fixture

@@ -124,6 +124,7 @@ def run(argv: Sequence[str] | None, *, prog: str = "docsign", restore_state: boo
         args = _subcommand_parser(argv[0], prog).parse_args(argv[1:])
         label = prog
     # The console script owns its process; an in-process call gets its logging and warnings back.
+    args.label = label  # a subcommand that reports errors itself uses the same prefix
     with process_state_restored() if restore_state else contextlib.nullcontext():
         log_to_stderr(args.debug)
         try:

@@ -69,13 +69,14 @@ def run(args: argparse.Namespace) -> int:
             importlib.import_module(module)
         except ImportError as err:
             raise missing_extra("preview", err) from err
+    from airflow_provider_docsign._sources import open_regular_file
     from airflow_provider_docsign.exceptions import DocsignValidationError
     from airflow_provider_docsign.preview import render_field_preview
 
     try:
-        with open(args.payload, encoding="utf-8") as fh:
-            payload = json.load(fh)
-    except (OSError, ValueError) as err:
+        with open_regular_file(args.payload) as fh:  # a FIFO is refused, never waited on
+            payload = json.loads(fh.read().decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as err:
         raise CliError(f"cannot read the payload {args.payload}: {err}") from err
     try:
         result = render_field_preview(args.files, payload, args.output, dpi=args.dpi)

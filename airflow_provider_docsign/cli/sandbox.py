@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import os
 import socket
+import stat
 from typing import Any
 
 from airflow_provider_docsign.cli._common import EXIT_OK, CliError, missing_extra
@@ -75,13 +76,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated webhook hosts exempt from the private-address refusal, as the real "
         "instance's NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS (default: that variable; none when unset)",
     )
+    parser.add_argument(
+        "--seal-cert-lifetime",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seal each document with a certificate that expires SECONDS after signing (default: a "
+        "ten-year certificate); for long-term validation tests",
+    )
     parser.add_argument("--log-level", default="warning", help="uvicorn log level (default: warning)")
+
+
+def _check_data_dir(data_dir: str) -> None:
+    """``--data-dir`` is a directory, or nothing yet (it is created): a FIFO or a file is refused."""
+    from airflow_provider_docsign._sources import file_kind
+
+    try:
+        mode = os.stat(data_dir).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise CliError(f"--data-dir {data_dir}: {err.strerror or err}") from err
+    if not stat.S_ISDIR(mode):
+        raise CliError(f"--data-dir {data_dir} is {file_kind(mode)}, not a directory")
 
 
 def run(args: argparse.Namespace) -> int:
     """Start the server, print its base URL once it listens, and serve until stopped."""
     if not args.api_key:
         raise CliError("--api-key (or DOCSIGN_SANDBOX_API_KEY) is required: the key the sandbox accepts")
+    _check_data_dir(args.data_dir)
     try:
         import uvicorn
 
@@ -100,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
         seal_delay=args.seal_delay,
         webhooks=[(url, args.webhook_secret, args.webhook_events) for url in args.webhook],
         webhook_ssrf_bypass_hosts=args.webhook_ssrf_bypass_hosts,
+        seal_cert_lifetime=args.seal_cert_lifetime,
     )
     family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -122,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
         lifespan="on",
         timeout_graceful_shutdown=2,
         server_header=False,
+        date_header=False,  # the app sends Date from the sandbox's clock (see POST /_sandbox/clock)
     )
     server = uvicorn.Server(config)
     host = f"[{args.host}]" if family == socket.AF_INET6 else args.host

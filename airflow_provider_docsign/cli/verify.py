@@ -2,12 +2,16 @@
 
 The checks live in :mod:`airflow_provider_docsign.verify` (no printing); this module prints one
 line per file (one per signature for a signed PDF) and chooses the exit status: 0 every file passes,
-1 a file fails (a signature, a changed, missing or unlisted file), 2 a file cannot be read at all
-(missing on the command line, not a PDF, a PDF that cannot be parsed) or the input is unusable (a
-manifest, a trust certificate, a fingerprint). Every file is reported, whatever happened to the others.
+1 a file fails (a signature, a changed, missing, unlisted or refused file, an extra ``.json``, a
+malformed entry), 2 a file cannot be read at all (missing on the command line, not a regular file,
+not a PDF, a PDF that cannot be parsed) or the input is unusable (a manifest, a trust certificate, a
+fingerprint). Every file is reported, whatever happened to the others: a file that cannot be read is
+one ``docsign verify: error: FILE: reason`` line on stderr, the others are the result on stdout.
 
-With ``--json`` stdout carries the JSON document only: while the audit runs, anything that would be
-printed (a library's ``print``, a warning, a log record) goes to stderr.
+Local files are audited without importing Airflow; it is loaded only for an object-storage URI
+(``s3://``...). With ``--json`` stdout carries the JSON document only (unreadable files included):
+while the audit runs, anything that would be printed (a library's ``print``, a warning, a log
+record) goes to stderr.
 """
 
 from __future__ import annotations
@@ -35,9 +39,13 @@ _EPILOG = """examples:
   docsign verify --manifest copy-of-archive/env_123/manifest.json
   docsign verify --manifest s3://bucket/contracts/env_123/manifest.json --conn-id aws_archive --by-uri
   docsign verify --json archive/env_123/01-contract.pdf
+  docsign verify --manifest archive/env_123/manifest.json --tsa-cert tsa.pem --require-timestamp
+  docsign verify --validation-time 2031-06-01T00:00:00Z archive/env_123/01-contract.ltv.pdf
 
 --manifest checks the files beside the manifest (by the relative paths it records), so a copy of an
-archive is audited as it is; --by-uri checks the URIs the manifest records instead.
+archive is audited as it is; --by-uri checks the URIs the manifest records instead. The token beside
+a manifest (manifest.json.tsr) and the long-term validation copies it lists (NAME.ltv.pdf) are
+checked too; a .ltv.pdf given as a file is checked as of its document timestamp.
 
 exit status: 0 every file passes, 1 a file failed, 2 a file could not be read or the input is unusable."""
 
@@ -76,6 +84,31 @@ def register(subparsers: Any) -> None:
         metavar="SHA256",
         help="pinned SHA-256 fingerprint of the signer certificate (repeatable)",
     )
+    parser.add_argument(
+        "--tsa-cert",
+        action="append",
+        default=[],
+        metavar="PEM",
+        help="pinned TSA certificate(s): a timestamp by any other TSA fails (repeatable)",
+    )
+    parser.add_argument(
+        "--tsa-fingerprint",
+        action="append",
+        default=[],
+        metavar="SHA256",
+        help="pinned SHA-256 fingerprint of the TSA certificate (repeatable)",
+    )
+    parser.add_argument(
+        "--require-timestamp",
+        action="store_true",
+        help="with --manifest: a manifest without its timestamp token (manifest.json.tsr) fails",
+    )
+    parser.add_argument(
+        "--validation-time",
+        default=None,
+        metavar="ISO8601",
+        help="judge signatures as of this time instead of now, e.g. 2031-06-01T00:00:00Z",
+    )
     parser.add_argument("--conn-id", default=None, help="Airflow connection for s3:// and other stores")
     parser.add_argument("--json", action="store_true", help="print the results as JSON (stdout: JSON only)")
     # Also accepted after the subcommand (python -m airflow_provider_docsign.verify --debug ...).
@@ -89,6 +122,8 @@ def _yes(value: bool | None) -> str:
 
 def lines(outcome: Any) -> list[str]:
     """The human-readable lines of one file: one per signature, then its problems."""
+    if hasattr(outcome, "lines"):  # a timestamp token or a long-term validation copy
+        return list(outcome.lines(one_line))
     status = outcome.status
     report = outcome.report
     name = one_line(outcome.file)
@@ -130,7 +165,7 @@ def _quiet_pyhanko_to_stderr() -> None:
 
 
 def _import_airflow_quietly(*, debug: bool) -> None:
-    """Import Airflow now (opening any path does), with its import-time notices kept off the output."""
+    """Import Airflow (an object-storage URI needs it), with its import-time notices kept off the output."""
     # Airflow 2.11 warns at import (and again at exit) unless metrics use Airflow 3's unit; this
     # command publishes no metrics, so it takes Airflow 3's default.
     os.environ.setdefault("AIRFLOW__METRICS__TIMER_UNIT_CONSISTENCY", "True")
@@ -145,6 +180,26 @@ def _import_airflow_quietly(*, debug: bool) -> None:
     warnings.simplefilter("ignore", PendingDeprecationWarning)
 
 
+def _evidence_options(args: argparse.Namespace, verify: Any) -> Any:
+    """The timestamp and long-term validation options (:class:`.verify_evidence.EvidenceOptions`)."""
+    from airflow_provider_docsign.signatures import TrustPolicy
+    from airflow_provider_docsign.verify_evidence import EvidenceOptions, parse_validation_time
+
+    if args.require_timestamp and not args.manifest:
+        raise CliError("--require-timestamp applies to --manifest only")
+    try:
+        tsa_trust = TrustPolicy.from_sources(
+            [verify.to_path(p, args.conn_id) for p in args.tsa_cert], fingerprints=args.tsa_fingerprint
+        )
+    except (OSError, ValueError) as err:
+        raise CliError(f"TSA trust: {type(err).__name__}: {err}") from err
+    try:
+        at = parse_validation_time(args.validation_time) if args.validation_time else None
+    except ValueError as err:
+        raise CliError(f"--validation-time: {err}") from err
+    return EvidenceOptions(tsa_trust=tsa_trust, require_timestamp=args.require_timestamp, at=at)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the subcommand; returns the exit status."""
     if not args.files and not args.manifest:
@@ -154,10 +209,12 @@ def run(args: argparse.Namespace) -> int:
     from airflow_provider_docsign import verify
     from airflow_provider_docsign.signatures import TrustPolicy
 
+    label = getattr(args, "label", "docsign verify")
     # Nothing but the result reaches stdout: Airflow's import-time logging, a stray print or a warning
     # during the audit goes to stderr.
     with contextlib.redirect_stdout(sys.stderr):
-        _import_airflow_quietly(debug=bool(getattr(args, "debug", False)))
+        if any(verify.is_remote(uri) for uri in [*args.files, *args.manifest, *args.trust, *args.tsa_cert]):
+            _import_airflow_quietly(debug=bool(getattr(args, "debug", False)))
         _quiet_pyhanko_to_stderr()
         try:
             trust = TrustPolicy.from_sources(
@@ -165,12 +222,14 @@ def run(args: argparse.Namespace) -> int:
             )
         except (OSError, ValueError) as err:
             raise CliError(f"trust policy: {type(err).__name__}: {err}") from err
+        options = _evidence_options(args, verify)
         try:
             outcomes = verify.audit(
-                args.files, args.manifest, trust, conn_id=args.conn_id, by_uri=args.by_uri
+                args.files, args.manifest, trust, conn_id=args.conn_id, by_uri=args.by_uri, options=options
             )
         except verify.UnusableInput as err:
             raise CliError(str(err)) from err
+    unreadable = [o for o in outcomes if o.unreadable]
     if args.json:
         print(json.dumps([o.to_dict() for o in outcomes], indent=2))
     else:
@@ -184,15 +243,18 @@ def run(args: argparse.Namespace) -> int:
         if any(o.lookup == verify.LOOKUP_FILE_NAME for o in outcomes):
             print("note: the manifest records no relative paths (an older archive): files were found by name")
         for outcome in outcomes:
-            print("\n".join(lines(outcome)))
-    unreadable = [o.file for o in outcomes if o.unreadable]
+            if not outcome.unreadable:
+                print("\n".join(lines(outcome)))
+    for outcome in unreadable:  # the command could not do its job for these: errors, on stderr
+        reason = "; ".join(outcome.problems)
+        print(f"{label}: error: {one_line(outcome.file)}: {one_line(reason)}", file=sys.stderr)
     failed = [o.file for o in outcomes if o.problems and not o.unreadable]
     if len(outcomes) > 1 and (unreadable or failed):
         parts = []
         if failed:
             parts.append(f"{len(failed)} failed: {', '.join(failed)}")
         if unreadable:
-            parts.append(f"{len(unreadable)} unreadable: {', '.join(unreadable)}")
+            parts.append(f"{len(unreadable)} unreadable: {', '.join(o.file for o in unreadable)}")
         print(one_line(f"{len(outcomes)} file(s) audited; " + "; ".join(parts)), file=sys.stderr)
     if unreadable:
         return EXIT_UNUSABLE

@@ -23,6 +23,7 @@ from airflow_provider_docsign.hooks._http import (
     READ,
     USER_AGENT,
     log_response_body,
+    parse_http_date,
     parse_rate_limit,
 )
 from airflow_provider_docsign.hooks._protocol import HookCore
@@ -123,6 +124,7 @@ class AsyncMethods:
                 continue
             status = response.status_code
             self.last_rate_limit = parse_rate_limit(response.headers) or self.last_rate_limit
+            self.last_service_time = parse_http_date(response.headers.get("date")) or self.last_service_time
             content = response.content[:MAX_ERROR_BODY] if status >= 300 else response.content
             log_response_body(call.method, call.path, status, content, self._redact)
             if 200 <= status < 300:

@@ -157,6 +157,13 @@ def get_many(envelope_ids: Sequence[str]) -> Call:
     )
 
 
+#: ``source`` values of ``GET /envelope`` (how an envelope was created; OpenAPI 2.17).
+SOURCES = ("DOCUMENT", "TEMPLATE", "TEMPLATE_DIRECT_LINK")
+#: ``orderByColumn`` values of ``GET /envelope`` (the service sorts by nothing else).
+ORDER_COLUMNS = ("createdAt",)
+ORDER_DIRECTIONS = ("asc", "desc")
+
+
 def find_envelopes(
     *,
     page: int,
@@ -165,14 +172,50 @@ def find_envelopes(
     folder_id: str | None = None,
     envelope_type: str | None = None,
     per_page: int = PAGE_SIZE,
+    has_expired_recipients: bool | None = None,
+    template_id: int | None = None,
+    source: str | None = None,
+    order_by: tuple[str, str] | None = None,
 ) -> Call:
-    """``GET /envelope`` (one page)."""
+    """``GET /envelope`` (one page).
+
+    ``hasExpiredRecipients`` is sent only as ``"true"``: the real service treats ``"false"`` as no
+    filter at all (it does not list the envelopes *without* an expired recipient), so it is never sent.
+    """
+    problems: list[str] = []
+    if has_expired_recipients not in (None, True, False):
+        problems.append(f"has_expired_recipients must be True, False or None, not {has_expired_recipients!r}")
+    if template_id is not None:
+        template_id = check_int_id(template_id, "template_id")
+    if source is not None and source not in SOURCES:
+        problems.append(f"source must be one of {', '.join(SOURCES)}, not {source!r}")
+    column = direction = None
+    if order_by is not None:
+        if (
+            not isinstance(order_by, tuple | list)
+            or len(order_by) != 2
+            or order_by[0] not in ORDER_COLUMNS
+            or order_by[1] not in ORDER_DIRECTIONS
+        ):
+            problems.append(
+                f"order_by must be (column, direction) with column in {ORDER_COLUMNS} and direction in "
+                f"{ORDER_DIRECTIONS}, not {order_by!r}"
+            )
+        else:
+            column, direction = order_by
+    if problems:
+        raise DocsignValidationError(problems, "find_envelopes")
     params = _clean(
         {
             "query": query,
             "status": status,
             "folderId": folder_id,
             "type": envelope_type,
+            "templateId": template_id,
+            "source": source,
+            "hasExpiredRecipients": "true" if has_expired_recipients else None,
+            "orderByColumn": column,
+            "orderByDirection": direction,
             "page": page,
             "perPage": per_page,
         }
@@ -259,6 +302,33 @@ def duplicate_envelope(envelope_id: str, *, include_recipients: bool, include_fi
         "includeFields": bool(include_fields),
     }
     return Call("POST", "/envelope/duplicate", CREATE, json=body, what="duplicate envelope")
+
+
+# -- attachments ----------------------------------------------------------------------------------
+
+
+def find_attachments(envelope_id: str) -> Call:
+    """``GET /envelope/attachment?envelopeId=…`` (every attachment, oldest first; not paginated)."""
+    params = {"envelopeId": check_str_id(envelope_id, "envelope_id")}
+    return Call("GET", "/envelope/attachment", READ, params=params, what="find attachments")
+
+
+def create_attachment(envelope_id: str, label: str, url: str) -> Call:
+    """``POST /envelope/attachment/create`` (a link: ``data`` is its URL)."""
+    body = {"envelopeId": check_str_id(envelope_id, "envelope_id"), "data": {"label": label, "data": url}}
+    return Call("POST", "/envelope/attachment/create", CREATE, json=body, what="create attachment")
+
+
+def update_attachment(attachment_id: str, label: str, url: str) -> Call:
+    """``POST /envelope/attachment/update`` (both ``label`` and ``data`` are required by the service)."""
+    body = {"id": check_str_id(attachment_id, "attachment_id"), "data": {"label": label, "data": url}}
+    return Call("POST", "/envelope/attachment/update", WRITE, json=body, what="update attachment")
+
+
+def delete_attachment(attachment_id: str) -> Call:
+    """``POST /envelope/attachment/delete``."""
+    body = {"id": check_str_id(attachment_id, "attachment_id")}
+    return Call("POST", "/envelope/attachment/delete", WRITE, json=body, what="delete attachment")
 
 
 # -- items ----------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from airflow_provider_docsign.exceptions import DocsignValidationError
+from airflow_provider_docsign.exceptions import DocsignError, DocsignValidationError
 from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
 from airflow_provider_docsign.expiry import merge_meta
 from airflow_provider_docsign.hooks import _endpoints as ep
@@ -139,23 +139,51 @@ class EnvelopeMethods:
         status: str | EnvelopeStatus | None = None,
         folder_id: str | None = None,
         envelope_type: str | None = None,
+        has_expired_recipients: bool | None = None,
+        template_id: int | str | None = None,
+        source: str | None = None,
+        order_by: tuple[str, str] | None = None,
     ) -> Iterator[EnvelopeSummary]:
         """Iterate over matching envelopes, following every page (100 per page).
 
         Note (real service): without ``folder_id`` only envelopes at the root are listed, and
-        ``query`` is a case-insensitive substring match over title, externalId and recipients.
+        ``query`` is a case-insensitive substring match over title, externalId and recipients. There
+        is no date filter: filter ``created_at`` yourself (``order_by=("createdAt", "asc")`` lets you
+        stop at the first envelope that is too new).
 
         :param query: Search text.
         :param status: Only envelopes with this status.
         :param folder_id: Only envelopes in this folder.
         :param envelope_type: ``DOCUMENT`` or ``TEMPLATE``.
+        :param has_expired_recipients: ``True``: only envelopes with at least one recipient whose
+            signing link has expired (unsigned, not CC, ``expiresAt`` past, judged by the service's
+            clock). ``False`` or ``None``: no filter (the service has no "none expired" filter; it
+            ignores ``hasExpiredRecipients=false``).
+        :param template_id: Only envelopes made from this template: its envelope id
+            (``envelope_…``, read once to find its number), or the number itself (``14`` or
+            ``"template_14"``, the ``templateId`` of the envelopes made from it).
+        :param source: How the envelope was made: ``DOCUMENT``, ``TEMPLATE`` or ``TEMPLATE_DIRECT_LINK``.
+        :param order_by: ``("createdAt", "asc" | "desc")``; the service's default is newest first.
         """
         status_value = status.value if isinstance(status, EnvelopeStatus) else status
         if status_value is not None and status_value not in {s.value for s in EnvelopeStatus}:
             raise DocsignValidationError([f"unknown status {status_value!r}"], "find_envelopes")
+        number = _template_number(self, template_id) if template_id is not None else None
+        # Built once, before the first request, so a bad filter is refused with nothing sent.
+        ep.find_envelopes(
+            page=1, has_expired_recipients=has_expired_recipients, source=source, order_by=order_by
+        )
         for data in self._pages(
             lambda page: ep.find_envelopes(
-                page=page, query=query, status=status_value, folder_id=folder_id, envelope_type=envelope_type
+                page=page,
+                query=query,
+                status=status_value,
+                folder_id=folder_id,
+                envelope_type=envelope_type,
+                has_expired_recipients=has_expired_recipients,
+                template_id=number,
+                source=source,
+                order_by=order_by,
             )
         ):
             yield EnvelopeSummary.from_json(data)
@@ -214,6 +242,73 @@ class EnvelopeMethods:
         meta = _keep_email_settings(self, envelope_id, meta)
         return EnvelopeSummary.from_json(self._call(ep.update_envelope(envelope_id, merged, meta)))
 
+    def duplicate_envelope(
+        self: HookCore,
+        envelope_id: str,
+        *,
+        title: str | None = None,
+        external_id: str | None = None,
+        folder_id: str | None = None,
+        include_recipients: bool = True,
+        include_fields: bool = True,
+    ) -> str:
+        """Copy a document or a template as a new DRAFT; return the copy's id.
+
+        The service copies the original PDFs (never the signed ones), the meta, and (if asked) the
+        recipients, with fresh signing state, and their fields. It does **not** copy the externalId,
+        the folder, the attachments or form values, and it titles the copy ``"<title> (copy)"``: its
+        ``/envelope/duplicate`` takes no title. So a ``title``, ``external_id`` or ``folder_id`` given
+        here is set by one ``POST /envelope/update`` right after the duplicate.
+
+        Not idempotent, and never retried after it may have reached the service. If the update fails,
+        the error names the copy (which then has the service's title, no externalId and sits at the
+        root).
+
+        :param envelope_id: The envelope or template to copy.
+        :param title: The copy's title (default: the service's ``"<title> (copy)"``).
+        :param external_id: The copy's externalId (default: none; lets a retry find the copy).
+        :param folder_id: Move the copy into this folder (default: the root, where the service puts it).
+        :param include_recipients: Copy the recipients.
+        :param include_fields: Copy the fields (only with ``include_recipients``: fields belong to recipients,
+            so the service copies none without them).
+        """
+        changes: dict[str, Any] = {}
+        if title is not None:
+            changes["title"] = title
+        if external_id is not None:
+            changes["externalId"] = external_id
+        if folder_id is not None:
+            changes["folderId"] = folder_id
+        problems: list[str] = []
+        if isinstance(title, str) and not title.strip():
+            problems.append("title must not be empty")
+        for key in ("title", "externalId"):
+            if key in changes and not isinstance(changes[key], str):
+                problems.append(f"{key} must be a string")
+        if problems:
+            raise DocsignValidationError(problems, "duplicate_envelope")
+        if changes:
+            # The changes go out in an update after the copy exists: that request's one outgoing check
+            # runs now, so that a refused title never leaves a half-made copy behind.
+            ep.check_outgoing(ep.update_envelope(envelope_id, changes, None))
+        call = ep.duplicate_envelope(
+            envelope_id, include_recipients=include_recipients, include_fields=include_fields
+        )
+        body = self._call(call)
+        if not isinstance(body, Mapping) or not body.get("id"):
+            raise self._ambiguous(call, "the answer had no envelope id", None)
+        new_id = str(body["id"])
+        log.info("Duplicated Docsign envelope %s as %s", envelope_id, new_id)
+        if changes:
+            try:
+                self._call(ep.update_envelope(new_id, changes, None))
+            except DocsignError as exc:
+                raise DocsignError(
+                    f"envelope {envelope_id} was duplicated as {new_id}, but setting its "
+                    f"{', '.join(sorted(changes))} failed ({exc}); update or delete {new_id}"
+                ) from None
+        return new_id
+
     def delete_envelope(self: HookCore, envelope_id: str) -> None:
         """Delete an envelope (drafts and pending ones are removed; finished ones are soft-deleted).
 
@@ -263,3 +358,22 @@ class EnvelopeMethods:
         """
         for entry in self._pages(lambda page: ep.audit_log(envelope_id, page=page)):
             yield dict(entry)
+
+
+def _template_number(hook: HookCore, template_id: int | str) -> int:
+    """The number the service files a template's documents under (``templateId``, e.g. ``14``).
+
+    :param hook: The hook (reads the template when given its envelope id).
+    :param template_id: ``14``, ``"14"``, ``"template_14"`` or the template's envelope id.
+    """
+    if isinstance(template_id, str) and template_id.startswith("template_"):
+        template_id = template_id[len("template_") :]
+    if isinstance(template_id, str) and template_id.startswith("envelope_"):
+        secondary = str(hook.get_template(template_id).raw.get("secondaryId") or "")
+        if not secondary.startswith("template_"):
+            raise DocsignValidationError(
+                [f"template {template_id} has no template number (secondaryId {secondary!r})"],
+                "find_envelopes",
+            )
+        template_id = secondary[len("template_") :]
+    return ep.check_int_id(template_id, "template_id")

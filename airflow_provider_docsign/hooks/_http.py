@@ -14,6 +14,7 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -202,6 +203,19 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def parse_http_date(value: str | None) -> datetime | None:
+    """The ``Date`` header of an answer as an aware UTC datetime (the service's clock), else ``None``."""
+    if not value:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # "-0000": a date in UTC with no zone information (RFC 5322)
+        when = when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc)
+
+
 @dataclass(frozen=True)
 class RateLimit:
     """The service's rate-limit headers on one answer.
@@ -248,6 +262,8 @@ class Settings:
     :param web_url: The web app URL, for links.
     :param signing_certificate_fingerprints: Pinned SHA-256 fingerprints of the instance's sealing
         certificate (lower-case hex); the archive operator trusts signatures made with it.
+    :param tsa_conn_id: The connection of the RFC 3161 timestamp authority the archive uses when
+        the operator names none (:mod:`airflow_provider_docsign.hooks.tsa`).
     """
 
     base_url: str
@@ -258,6 +274,7 @@ class Settings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     web_url: str = ""
     signing_certificate_fingerprints: tuple[str, ...] = ()
+    tsa_conn_id: str | None = None
 
 
 def _extra(extras: Mapping[str, Any], name: str) -> Any:
@@ -324,6 +341,7 @@ def settings_from_connection(
         retry=retry,
         web_url=web_url,
         signing_certificate_fingerprints=parse_fingerprints(merged["signing_certificate_fingerprints"]),
+        tsa_conn_id=str(merged["tsa_conn_id"]).strip() or None if merged["tsa_conn_id"] else None,
     )
 
 
@@ -357,6 +375,7 @@ _EXTRA_NAMES = (
     "web_url",
     "scheme",
     "signing_certificate_fingerprints",
+    "tsa_conn_id",
 )
 #: Every keyword override :func:`settings_from_connection` understands (``DocsignHook(**overrides)``).
 OVERRIDE_NAMES = frozenset({"base_url", "api_key", *_EXTRA_NAMES})

@@ -1,7 +1,7 @@
 """What the hook's endpoint mixins need from :class:`~.docsign.DocsignHook`.
 
 ``DocsignHook`` is assembled from one mixin per resource (``_envelopes``, ``_items``, ``_recipients``,
-``_fields``, ``_folders``, ``_templates``, ``_async``). Each mixin types ``self`` against
+``_fields``, ``_folders``, ``_templates``, ``_attachments``, ``_async``). Each mixin types ``self`` against
 :class:`HookCore`, this small protocol: the settings, the one request loop, and the few endpoints one
 resource calls on another. The mixins therefore import this module and the pure layers only, never the
 hook itself, and the package has no import circle (``tests/unit/test_import_graph.py``).
@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_docsign.exceptions import DocsignAmbiguousWriteError
@@ -30,6 +31,7 @@ class HookCore(Protocol):
     """The part of ``DocsignHook`` that its endpoint mixins use."""
 
     last_rate_limit: RateLimit | None
+    last_service_time: datetime | None
     _async_client: httpx.AsyncClient | None
     _async_loop: weakref.ref[asyncio.AbstractEventLoop] | None
 
@@ -99,6 +101,10 @@ class HookCore(Protocol):
         status: str | EnvelopeStatus | None = None,
         folder_id: str | None = None,
         envelope_type: str | None = None,
+        has_expired_recipients: bool | None = None,
+        template_id: int | str | None = None,
+        source: str | None = None,
+        order_by: tuple[str, str] | None = None,
     ) -> Iterator[EnvelopeSummary]: ...
 
     def update_envelope(
@@ -113,6 +119,17 @@ class HookCore(Protocol):
     def distribute_envelope(
         self, envelope_id: str, *, meta: Mapping[str, Any] | None = None
     ) -> dict[str, Any]: ...
+
+    def duplicate_envelope(
+        self,
+        envelope_id: str,
+        *,
+        title: str | None = None,
+        external_id: str | None = None,
+        folder_id: str | None = None,
+        include_recipients: bool = True,
+        include_fields: bool = True,
+    ) -> str: ...
 
     def download_envelope_item(
         self, envelope_item_id: str, destination: Any, *, version: str = "signed", overwrite: bool = True

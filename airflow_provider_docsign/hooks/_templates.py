@@ -138,7 +138,7 @@ class TemplateMethods:
         :param folder_id: The document folder for the new envelope.
         :param distribute: Send it at once (``distributeDocument``).
         :param override: ``title``, ``subject``, ``message``, ``timezone``, ``dateFormat``, ``language``...
-        :param attachments: ``[{"label", "data": url}]``.
+        :param attachments: ``[{"label", "url"}]`` (or ``{"label", "data"}``): labelled ``https`` links.
         :param form_values: PDF form values.
         :param template: The template if already read (saves one request).
         :param expiration_period: How long signing links stay valid (``"14d"``, ``"2w"``, ``"1m"``,
@@ -208,10 +208,6 @@ class TemplateMethods:
         :param include_fields: Copy its fields.
         """
         self.get_template(template_id)
-        call = ep.duplicate_envelope(
+        return self.duplicate_envelope(
             template_id, include_recipients=include_recipients, include_fields=include_fields
         )
-        body = self._call(call)
-        if not isinstance(body, Mapping) or not body.get("id"):
-            raise self._ambiguous(call, "the answer had no envelope id", None)
-        return str(body["id"])

@@ -2,7 +2,7 @@
 
 This module holds the connection, the pooled session and the one request loop; the endpoints are
 mixins, one module per resource (``_envelopes``, ``_items``, ``_recipients``, ``_fields``,
-``_folders``, ``_templates``, ``_async``), typed against :class:`~._protocol.HookCore`.
+``_folders``, ``_templates``, ``_attachments``, ``_async``), typed against :class:`~._protocol.HookCore`.
 
 Sync methods use one pooled :class:`requests.Session`; the ``async_*`` methods (for the trigger) use
 one :class:`httpx.AsyncClient` per event loop. Both build their requests from the same endpoint
@@ -48,6 +48,7 @@ import logging
 import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,7 @@ from airflow_provider_docsign.exceptions import (
 )
 from airflow_provider_docsign.hooks import _endpoints as ep
 from airflow_provider_docsign.hooks._async import AsyncMethods
+from airflow_provider_docsign.hooks._attachments import AttachmentMethods
 from airflow_provider_docsign.hooks._endpoints import Call
 from airflow_provider_docsign.hooks._envelopes import EnvelopeMethods
 from airflow_provider_docsign.hooks._fields import FieldMethods
@@ -82,6 +84,7 @@ from airflow_provider_docsign.hooks._http import (
     Settings,
     api_error,
     log_response_body,
+    parse_http_date,
     parse_rate_limit,
     parse_retry_after,
     retryable_statuses,
@@ -138,6 +141,7 @@ class DocsignHook(
     FieldMethods,
     FolderMethods,
     TemplateMethods,
+    AttachmentMethods,
     AsyncMethods,
     BaseHook,
 ):
@@ -169,6 +173,9 @@ class DocsignHook(
         self._async_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
         #: The rate-limit headers of the last answer (the trigger poller and the export pace on them).
         self.last_rate_limit: RateLimit | None = None
+        #: The ``Date`` header of the last answer: the service's clock, never compared with Airflow's
+        #: (the reminders operator measures "since this run started" on it).
+        self.last_service_time: datetime | None = None
         #: Called before every sync request (the export's rate-limit pacing); ``None`` by default.
         self.before_request: Callable[[], None] | None = None
 
@@ -409,6 +416,7 @@ class DocsignHook(
                     closer()
             status = response.status_code
             self.last_rate_limit = parse_rate_limit(response.headers) or self.last_rate_limit
+            self.last_service_time = parse_http_date(response.headers.get("date")) or self.last_service_time
             log.debug(
                 "Docsign %s %s -> %s (request id %s)",
                 call.method,

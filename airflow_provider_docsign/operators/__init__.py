@@ -11,12 +11,22 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # give type checkers and IDEs the real classes; runtime imports stay lazy
     from airflow_provider_docsign.operators.archive import DocsignArchiveSignedDocumentsOperator
+    from airflow_provider_docsign.operators.attachments import (
+        DocsignAddAttachmentsOperator,
+        DocsignDeleteAttachmentOperator,
+        DocsignUpdateAttachmentOperator,
+    )
     from airflow_provider_docsign.operators.envelope import (
         DocsignCancelEnvelopeOperator,
         DocsignCreateEnvelopeOperator,
         DocsignDistributeEnvelopeOperator,
     )
     from airflow_provider_docsign.operators.export import DocsignExportEnvelopesOperator
+    from airflow_provider_docsign.operators.fields import (
+        DocsignAddFieldsOperator,
+        DocsignDeleteFieldOperator,
+        DocsignUpdateFieldsOperator,
+    )
     from airflow_provider_docsign.operators.folders import DocsignCreateFolderOperator
     from airflow_provider_docsign.operators.items import (
         DocsignAddEnvelopeItemsOperator,
@@ -25,14 +35,17 @@ if TYPE_CHECKING:  # give type checkers and IDEs the real classes; runtime impor
     )
     from airflow_provider_docsign.operators.preview import DocsignFieldPreviewOperator
     from airflow_provider_docsign.operators.recipients import (
-        DocsignAddFieldsOperator,
         DocsignAddRecipientsOperator,
+        DocsignDeleteRecipientOperator,
         DocsignRejectRecipientOperator,
+        DocsignUpdateRecipientsOperator,
     )
     from airflow_provider_docsign.operators.reminders import DocsignRemindRecipientsOperator
+    from airflow_provider_docsign.operators.retention import DocsignDeleteEnvelopesOperator
     from airflow_provider_docsign.operators.templates import (
         DocsignCreateEnvelopeFromTemplateOperator,
         DocsignCreateTemplateOperator,
+        DocsignDuplicateEnvelopeOperator,
         DocsignDuplicateTemplateOperator,
     )
 
@@ -44,8 +57,17 @@ _MODULES: dict[str, str] = {
     "DocsignUpdateEnvelopeItemsOperator": "items",
     "DocsignDeleteEnvelopeItemOperator": "items",
     "DocsignAddRecipientsOperator": "recipients",
-    "DocsignAddFieldsOperator": "recipients",
+    "DocsignAddFieldsOperator": "fields",
+    "DocsignUpdateFieldsOperator": "fields",
+    "DocsignDeleteFieldOperator": "fields",
     "DocsignRejectRecipientOperator": "recipients",
+    "DocsignUpdateRecipientsOperator": "recipients",
+    "DocsignDeleteRecipientOperator": "recipients",
+    "DocsignAddAttachmentsOperator": "attachments",
+    "DocsignUpdateAttachmentOperator": "attachments",
+    "DocsignDeleteAttachmentOperator": "attachments",
+    "DocsignDeleteEnvelopesOperator": "retention",
+    "DocsignDuplicateEnvelopeOperator": "templates",
     "DocsignRemindRecipientsOperator": "reminders",
     "DocsignCreateFolderOperator": "folders",
     "DocsignExportEnvelopesOperator": "export",
@@ -57,6 +79,7 @@ _MODULES: dict[str, str] = {
 }
 
 __all__ = [
+    "DocsignAddAttachmentsOperator",
     "DocsignAddEnvelopeItemsOperator",
     "DocsignAddFieldsOperator",
     "DocsignAddRecipientsOperator",
@@ -66,14 +89,22 @@ __all__ = [
     "DocsignCreateEnvelopeOperator",
     "DocsignCreateFolderOperator",
     "DocsignCreateTemplateOperator",
+    "DocsignDeleteAttachmentOperator",
     "DocsignDeleteEnvelopeItemOperator",
+    "DocsignDeleteEnvelopesOperator",
+    "DocsignDeleteFieldOperator",
+    "DocsignDeleteRecipientOperator",
     "DocsignDistributeEnvelopeOperator",
+    "DocsignDuplicateEnvelopeOperator",
     "DocsignDuplicateTemplateOperator",
     "DocsignExportEnvelopesOperator",
     "DocsignFieldPreviewOperator",
     "DocsignRejectRecipientOperator",
     "DocsignRemindRecipientsOperator",
+    "DocsignUpdateAttachmentOperator",
     "DocsignUpdateEnvelopeItemsOperator",
+    "DocsignUpdateFieldsOperator",
+    "DocsignUpdateRecipientsOperator",
 ]
 
 

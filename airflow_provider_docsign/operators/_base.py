@@ -368,3 +368,39 @@ def _as_int(value: Any) -> Any:
         return int(value)
     except (TypeError, ValueError):
         return value
+
+
+def id_list(entries: Any, what: str) -> tuple[list[int], list[str]]:
+    """The integer ``id`` of each entry of a non-empty list of objects, and the problems found.
+
+    :param entries: The operator's list argument (``recipients``, ``fields``).
+    :param what: Its name, for messages.
+    """
+    if not isinstance(entries, list | tuple) or not entries:
+        return [], [f"{what}: must be a non-empty list of objects with an 'id'"]
+    ids: list[int] = []
+    problems: list[str] = []
+    for n, entry in enumerate(entries):
+        value = entry.get("id") if isinstance(entry, dict) else None
+        if isinstance(value, bool) or not isinstance(value, int):
+            problems.append(f"{what}[{n}]: 'id' must be the integer id of one of the envelope's {what}")
+        else:
+            ids.append(value)
+    if len(set(ids)) != len(ids):
+        problems.append(f"{what}: an id is given twice")
+    return ids, problems
+
+
+def one_id(value: Any, name: str) -> int:
+    """``value`` as a positive integer id, or fail the task at once (a validation error).
+
+    :param value: The operator's argument (an int or its decimal string, after templating).
+    :param name: Its name, for the message.
+    """
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if isinstance(value, bool) or number < 1:
+        raise fail_now(DocsignValidationError([f"{name} must be a positive integer, not {value!r}"], name))
+    return number

@@ -24,17 +24,20 @@ from airflow_provider_docsign.archive import (
     VERSIONS,
     validate_filename_template,
 )
+from airflow_provider_docsign.archive_evidence import TIMESTAMP_MODES, Evidence
 from airflow_provider_docsign.archive_store import Store, static_destination_uri
 from airflow_provider_docsign.archiver import EnvelopeArchiver
 from airflow_provider_docsign.exceptions import (
     DocsignArchiveConflictError,
     DocsignArchiveError,
     DocsignArchiveEscapeError,
+    DocsignArchiveEvidenceError,
     DocsignArchiveRefusedError,
     DocsignArchiveSignatureError,
     DocsignEnvelopeFailedError,
     DocsignEnvelopeNotReadyError,
 )
+from airflow_provider_docsign.object_lock import parse_retention
 from airflow_provider_docsign.operators._base import DocsignBaseOperator
 
 if TYPE_CHECKING:
@@ -70,11 +73,16 @@ class _SignatureNoRetry(AirflowFailException, DocsignArchiveSignatureError):  # 
     __doc__ = DocsignArchiveSignatureError.__doc__
 
 
+class _EvidenceNoRetry(AirflowFailException, DocsignArchiveEvidenceError):  # type: ignore[misc]
+    __doc__ = DocsignArchiveEvidenceError.__doc__
+
+
 _NO_RETRY: dict[type[DocsignArchiveRefusedError], type[DocsignArchiveRefusedError]] = {
     DocsignArchiveConflictError: _ConflictNoRetry,
     DocsignEnvelopeFailedError: _EnvelopeFailedNoRetry,
     DocsignArchiveEscapeError: _EscapeNoRetry,
     DocsignArchiveSignatureError: _SignatureNoRetry,
+    DocsignArchiveEvidenceError: _EvidenceNoRetry,
 }
 
 
@@ -149,10 +157,25 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
     :param trusted_certificates: PEM files or URIs of trusted certificates (roots, intermediates or the
         sealing certificate itself). With these or the connection extra
         ``signing_certificate_fingerprints``, an untrusted signer fails ``"require"``.
+    :param tsa_conn_id: The RFC 3161 timestamp authority's connection (see
+        :mod:`airflow_provider_docsign.hooks.tsa`); default: the docsign connection's ``tsa_conn_id``
+        extra, else none. With a TSA, a token over the final ``manifest.json`` is stored beside it
+        (``manifest.json.tsr``); a re-run that finds the archive complete with a valid token leaves it
+        as it is. Templated.
+    :param timestamp: ``"require"`` (default): a TSA that fails, times out or answers a token that
+        fails a check (nonce, imprint, signature, pinned certificates) fails the task before anything
+        is published as complete, and a retry completes it. ``"best_effort"``: archive without the
+        token (and without the long-term validation copies whose timestamps failed) and log a warning.
+    :param ltv: Also store ``NAME.ltv.pdf`` beside each signed PDF: a PAdES-B-LTA copy (validation
+        material in a DSS and a document timestamp from the TSA) whose hash the manifest records,
+        marked as derived. The signed PDF itself is kept byte for byte. Needs a TSA.
+    :param retention: ``{"mode": "COMPLIANCE" | "GOVERNANCE", "days": N}``: S3 Object Lock retention
+        on every object the archive writes, the token included. Refused before any download on a
+        bucket without Object Lock, or on a destination that is not S3.
     :param docsign_conn_id: The ``docsign`` connection (default ``docsign_default``).
     """
 
-    template_fields: Sequence[str] = ("envelope_id", "destination", "destination_conn_id")
+    template_fields: Sequence[str] = ("envelope_id", "destination", "destination_conn_id", "tsa_conn_id")
     ui_color = "#d7ecd9"
 
     def __init__(
@@ -172,10 +195,19 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
         asset_alias: str | None = None,
         verify_signatures: str | None = None,
         trusted_certificates: Sequence[Any] | None = None,
+        tsa_conn_id: str | None = None,
+        timestamp: str = "require",
+        ltv: bool = False,
+        retention: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         if version not in VERSIONS:
             raise ValueError(f"version must be one of {', '.join(VERSIONS)}, not {version!r}")
+        if timestamp not in TIMESTAMP_MODES:
+            raise ValueError(f"timestamp must be one of {', '.join(TIMESTAMP_MODES)}, not {timestamp!r}")
+        if ltv and version != "signed":
+            raise ValueError(f"ltv=True extends sealed PDFs: version must be 'signed', not {version!r}")
+        retention_spec = parse_retention(retention)
         verify_mode = _verify.resolve_mode(verify_signatures, version, require_completed=require_completed)
         if isinstance(trusted_certificates, str | os.PathLike):
             trusted_certificates = [trusted_certificates]
@@ -215,11 +247,18 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
         self.asset_alias = asset_alias
         self.verify_signatures = verify_mode
         self.trusted_certificates = list(trusted_certificates or [])
+        self.tsa_conn_id = tsa_conn_id
+        self.timestamp = timestamp
+        self.ltv = ltv
+        self.retention = retention_spec.to_dict() if retention_spec else None
 
     # -- execution ------------------------------------------------------------------------------
 
-    def archiver(self) -> EnvelopeArchiver:
-        """The :class:`~airflow_provider_docsign.archiver.EnvelopeArchiver` with this task's settings."""
+    def archiver(self, evidence: Evidence | None = None) -> EnvelopeArchiver:
+        """The :class:`~airflow_provider_docsign.archiver.EnvelopeArchiver` with this task's settings.
+
+        :param evidence: The timestamp, copies and retention (:meth:`evidence`); default: none.
+        """
         return EnvelopeArchiver(
             hook=self.hook,
             version=self.version,
@@ -231,6 +270,20 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
             manifest_name=self.manifest_name,
             verify_signatures=self.verify_signatures,
             trusted_certificates=self.trusted_certificates,
+            evidence=evidence or Evidence(),
+            log=self.log,
+        )
+
+    def evidence(self) -> Evidence:
+        """This task's TSA (looked up now, at run time), timestamp mode, copies and retention."""
+        from airflow_provider_docsign.hooks.tsa import archive_evidence
+
+        return archive_evidence(
+            docsign_hook=self.hook,
+            tsa_conn_id=self.tsa_conn_id,
+            timestamp=self.timestamp,
+            ltv=self.ltv,
+            retention=parse_retention(self.retention),
             log=self.log,
         )
 
@@ -255,7 +308,7 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
         """Archive the envelope and return the manifest dict."""
         store = Store(self.destination, self.destination_conn_id)
         envelope = self.hook.get_envelope(self.envelope_id)
-        archiver = self.archiver()
+        archiver = self.archiver(self.evidence())
         try:
             archiver.check_status(envelope)
             manifest, records = archiver.archive(envelope, store)

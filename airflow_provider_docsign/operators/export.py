@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_docsign import export as _export
 from airflow_provider_docsign._compat import Asset, get_connection, mask_secret
 from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.export import (
@@ -64,8 +65,15 @@ class DocsignExportEnvelopesOperator(DocsignBaseOperator):
     :param folder_ids: Export only these folders (``None`` for the root, a folder id otherwise).
         Default: the root and every document folder. Templated.
     :param format: ``"jsonl"`` (default) or ``"parquet"`` (needs the ``parquet`` extra: pyarrow).
-    :param pii: ``"hash"`` (default: e-mails, names and free-text values become a keyed HMAC-SHA256,
-        with the key in the connection extra ``pii_hash_key``), ``"keep"`` or ``"drop"`` (null).
+    :param pii: ``"hash"`` (default: every column that may name a person becomes a keyed
+        HMAC-SHA256, with the key in the connection extra ``pii_hash_key``), ``"keep"`` or ``"drop"``
+        (null). Which columns: ``pii_columns``.
+    :param pii_columns: The columns (``"table.column"``) the ``pii`` mode applies to; every other
+        column is written as the service returned it. Default
+        :data:`~airflow_provider_docsign.export.DEFAULT_PII_COLUMNS`: ``envelopes.title``,
+        ``envelopes.external_id``, ``envelopes.rejection_reason``, ``recipients.email``,
+        ``recipients.name`` and ``field_values.value`` (free-text types). A team whose external ids
+        are opaque keys it joins on can leave that column out; ``field_values.label`` may be added.
     :param read_sent_times: Read each exported envelope's audit log for its sending time (the service
         keeps it nowhere else): fills ``sent_at`` and ``hours_sent_to_completed`` at the cost of one
         more request per exported envelope. Default ``False``.
@@ -89,6 +97,7 @@ class DocsignExportEnvelopesOperator(DocsignBaseOperator):
         folder_ids: Sequence[str | None] | None = None,
         format: str = "jsonl",
         pii: str = "hash",
+        pii_columns: Sequence[str] | None = None,
         read_sent_times: bool = False,
         asset: Any = None,
         **kwargs: Any,
@@ -99,6 +108,9 @@ class DocsignExportEnvelopesOperator(DocsignBaseOperator):
             require_pyarrow()  # refused at parse time, naming the extra
         if pii not in PII_MODES:
             raise ValueError(f"pii must be one of {', '.join(PII_MODES)}, not {pii!r}")
+        chosen_pii_columns = _export.pii_columns(
+            pii_columns
+        )  # refused at parse time, naming the allowed ones
         if not isinstance(overlap, timedelta) or overlap < timedelta(0):
             raise ValueError("overlap must be a non-negative timedelta")
         if not isinstance(lookback, timedelta) or lookback < timedelta(0):
@@ -117,6 +129,7 @@ class DocsignExportEnvelopesOperator(DocsignBaseOperator):
         self.folder_ids = folder_ids
         self.format = format
         self.pii = pii
+        self.pii_columns = sorted(chosen_pii_columns)
         self.read_sent_times = read_sent_times
         self.asset = asset
         self.partitions: dict[str, str] = {}
@@ -134,13 +147,15 @@ class DocsignExportEnvelopesOperator(DocsignBaseOperator):
             )
         window = Window(start=start - self.overlap, end=end, lookback=self.lookback)
         try:
-            policy = PiiPolicy(self.pii, self._hash_key())
+            policy = PiiPolicy(self.pii, self._hash_key(), frozenset(self.pii_columns))
         except ExportConfigError as err:
             raise fail_now(err) from err
         hook = self.hook
         hook.before_request = self._pacer()
         date = partition_date(start)
         writer = PartitionWriter(_destination(self.destination), date, self.format)
+        if writer.swept:
+            self.log.warning("Cleaned up after export runs that died: %s", "; ".join(writer.swept))
         try:
             wanted = sorted(set(self._selected(window)))  # (created_at, id): ids only, in a fixed order
             self.log.info("Exporting %d envelopes changed in [%s, %s)", len(wanted), window.start, end)

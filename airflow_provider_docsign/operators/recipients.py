@@ -1,178 +1,49 @@
-"""Operators that add recipients and fields to an envelope, and record an external rejection."""
+"""Operators that add, correct and remove recipients, and record an external rejection.
+
+The field operators live in :mod:`.fields`; ``DocsignAddFieldsOperator`` is still importable from here.
+"""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import AirflowFailException
-from airflow_provider_docsign._text import printable
-from airflow_provider_docsign.exceptions import DocsignAmbiguousWriteError, DocsignValidationError
+from airflow_provider_docsign.corrections import (
+    field_shape_problems,
+    recipient_delete_refusal,
+    recipient_problems,
+    recipients_update_refusal,
+)
+from airflow_provider_docsign.exceptions import (
+    DocsignAmbiguousWriteError,
+    DocsignNotFoundError,
+    DocsignValidationError,
+)
 from airflow_provider_docsign.models import EnvelopeStatus
 from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
     DocsignBaseOperator,
     current_try,
     fail_now,
-    field_problems,
+    id_list,
+    one_id,
     status_value,
 )
-from airflow_provider_docsign.outgoing import email_problem
-from airflow_provider_docsign.payloads import FIELD_TYPES, RECIPIENT_ROLES
+from airflow_provider_docsign.operators.fields import DocsignAddFieldsOperator
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
-    from airflow_provider_docsign.models import Envelope
 
 __all__ = [
     "DocsignAddFieldsOperator",
     "DocsignAddRecipientsOperator",
+    "DocsignDeleteRecipientOperator",
     "DocsignRejectRecipientOperator",
+    "DocsignUpdateRecipientsOperator",
+    "field_shape_problems",
+    "recipient_problems",
 ]
-
-_RECIPIENT_KEYS = {"email", "name", "role", "signingOrder", "accessAuth", "actionAuth"}
-_COORDINATES = ("positionX", "positionY", "width", "height")
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        return None
-    try:
-        number = float(value)
-    except ValueError:
-        return None
-    return number if math.isfinite(number) else None
-
-
-def recipient_problems(recipients: Any) -> list[str]:
-    """Local problems of recipients in the service's JSON shape (no network).
-
-    :param recipients: The list given to :class:`DocsignAddRecipientsOperator`.
-    """
-    if not isinstance(recipients, list | tuple) or not recipients:
-        return ["recipients: must be a non-empty list"]
-    problems: list[str] = []
-    for n, r in enumerate(recipients):
-        label = f"recipients[{n}]"
-        if not isinstance(r, dict):
-            problems.append(f"{label}: must be an object, not {type(r).__name__}")
-            continue
-        label += f" ({printable(r.get('email') or r.get('name') or 'no email', 100)})"
-        if "fields" in r:
-            problems.append(
-                f"{label}: fields cannot be added with a recipient here; use DocsignAddFieldsOperator"
-            )
-        unknown = sorted(set(r) - _RECIPIENT_KEYS - {"fields"})
-        if unknown:
-            problems.append(f"{label}: unknown key(s) {unknown}")
-        email = r.get("email")
-        why = email_problem(email.strip()) if isinstance(email, str) and email.strip() else None
-        if not isinstance(email, str) or why:
-            problems.append(f'{label}: email must be an e-mail address (or ""){f" ({why})" if why else ""}')
-        name = r.get("name", "")
-        if not isinstance(name, str) or len(name) > 255:
-            problems.append(f"{label}: name must be a string of at most 255 characters")
-        role = r.get("role")
-        if role not in RECIPIENT_ROLES:
-            problems.append(f"{label}: role {role!r} is not one of {sorted(RECIPIENT_ROLES)}")
-        order = r.get("signingOrder")
-        if order is not None and (isinstance(order, bool) or not isinstance(order, int) or order < 0):
-            problems.append(f"{label}: signingOrder must be a non-negative integer")
-    return problems
-
-
-def field_shape_problems(fields: Any) -> list[str]:
-    """Local problems of fields in the service's JSON shape, before the envelope is read.
-
-    :param fields: The list given to :class:`DocsignAddFieldsOperator`.
-    """
-    if not isinstance(fields, list | tuple) or not fields:
-        return ["fields: must be a non-empty list"]
-    problems: list[str] = []
-    for n, f in enumerate(fields):
-        label = f"fields[{n}]"
-        if not isinstance(f, dict):
-            problems.append(f"{label}: must be an object, not {type(f).__name__}")
-            continue
-        rid = f.get("recipientId")
-        if isinstance(rid, bool) or not isinstance(rid, int):
-            problems.append(f"{label}: recipientId must be an integer recipient id, not {rid!r}")
-        ftype = f.get("type")
-        if ftype not in FIELD_TYPES:
-            problems.append(f"{label}: type {ftype!r} is not one of {sorted(FIELD_TYPES)}")
-        item_id = f.get("envelopeItemId")
-        if item_id is not None and (not isinstance(item_id, str) or not item_id):
-            problems.append(f"{label}: envelopeItemId must be an item id string")
-        if "placeholder" in f:
-            if not isinstance(f["placeholder"], str) or not f["placeholder"]:
-                problems.append(f"{label}: placeholder must be a non-empty string")
-            continue
-        page = f.get("page")
-        if isinstance(page, bool) or not isinstance(page, int) or page < 1:
-            problems.append(f"{label}: page must be an integer >= 1 (pages are one-based), not {page!r}")
-        values: dict[str, float] = {}
-        for key in _COORDINATES:
-            number = _number(f.get(key))
-            if number is None:
-                problems.append(f"{label}: {key} must be a number (percent of the page), not {f.get(key)!r}")
-            elif not 0 <= number <= 100:
-                problems.append(f"{label}: {key}={number:g} is outside 0-100 (percent of the page)")
-            else:
-                values[key] = number
-        if len(values) == 4:
-            if values["positionX"] + values["width"] > 100:
-                problems.append(
-                    f"{label}: positionX + width = {values['positionX'] + values['width']:g} exceeds 100"
-                )
-            if values["positionY"] + values["height"] > 100:
-                problems.append(
-                    f"{label}: positionY + height = {values['positionY'] + values['height']:g} exceeds 100"
-                )
-    return problems
-
-
-def _matching_fields(
-    envelope: Envelope, fields: Sequence[Mapping[str, Any]], exclude: Envelope | None = None
-) -> list[int] | None:
-    """Ids of stored fields equal to every requested one (recipient, item, type, page, box), or None.
-
-    Used on retry and after a lost answer, so fields a failed try created are not created twice.
-    Placeholder fields cannot be matched (their box comes from the PDF text), so they give None.
-
-    :param envelope: The envelope as read now.
-    :param fields: The requested fields, in the service's JSON shape.
-    :param exclude: An earlier read of the envelope whose fields do not count (they existed before).
-    """
-    old = {f.id for f in exclude.fields} if exclude is not None else set()
-    candidates = [f for f in envelope.fields if f.id not in old]
-    first = envelope.items[0].id if envelope.items else None
-    ids: list[int] = []
-    for wanted in fields:
-        if "placeholder" in wanted:
-            return None
-        item_id = wanted.get("envelopeItemId") or first
-        box = [_number(wanted.get(k)) for k in _COORDINATES]
-        match = next(
-            (
-                f
-                for f in candidates
-                if f.id not in ids
-                and f.recipient_id == wanted.get("recipientId")
-                and f.envelope_item_id == item_id
-                and (f.type or "") == wanted.get("type")
-                and f.page == wanted.get("page")
-                and all(
-                    a is not None and b is not None and abs(a - b) < 1e-6
-                    for a, b in zip((f.position_x, f.position_y, f.width, f.height), box, strict=True)
-                )
-            ),
-            None,
-        )
-        if match is None:
-            return None
-        ids.append(match.id)
-    return ids
 
 
 class DocsignAddRecipientsOperator(DocsignBaseOperator):
@@ -245,75 +116,6 @@ class DocsignAddRecipientsOperator(DocsignBaseOperator):
         return [int(i) for i in ids if i is not None]
 
 
-class DocsignAddFieldsOperator(DocsignBaseOperator):
-    """Place fields on the pages of an envelope's items.
-
-    The fields are checked locally first (recipient id, type, one-based page, coordinates 0-100 with
-    ``positionX + width`` and ``positionY + height`` at most 100), then against the envelope: the
-    recipient and item must belong to it and the page must exist in that item's PDF (the real service
-    accepts a field on a missing page, and the envelope can then never complete). Nothing is created
-    unless every field passes. On a retry of the task (or after a lost answer), fields equal to the
-    requested ones that a failed try already created are adopted instead of created twice.
-
-    Returns the new field ids, in the order the fields were given.
-
-    :param envelope_id: The envelope. Templated.
-    :param fields: Fields in the service's JSON shape: ``[{"recipientId", "envelopeItemId"? (default:
-        the first item), "type", "page", "positionX", "positionY", "width", "height", "fieldMeta"?}]``.
-        Templated (rendered as JSON).
-    :param docsign_conn_id: The Airflow connection of type ``docsign``.
-    """
-
-    template_fields: Sequence[str] = ("envelope_id", "fields")
-    template_fields_renderers = {"fields": "json"}
-    ui_color = "#d6eaff"
-
-    def __init__(self, *, envelope_id: str, fields: list[dict[str, Any]], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.envelope_id = envelope_id
-        self.fields = fields
-
-    def execute(self, context: Context) -> list[int]:
-        """Validate and create the fields; return their ids."""
-        envelope_id = str(self.envelope_id)
-        problems = field_shape_problems(self.fields)
-        if problems:
-            raise fail_now(DocsignValidationError(problems, context="fields"))
-        fields = [dict(f) for f in self.fields]
-        try:
-            envelope = self.hook.get_envelope(envelope_id)
-            self.push_envelope_link(context, envelope_id, envelope)
-            counts = self.item_page_counts(envelope, self.items_beyond_page_one(envelope, fields))
-        except PERMANENT_ERRORS as err:
-            raise fail_now(err) from err
-        problems = field_problems(fields, envelope=envelope, page_counts=counts)
-        if problems:
-            raise fail_now(DocsignValidationError(problems, context=f"fields for envelope {envelope_id}"))
-        try_number = current_try(context)
-        if try_number > 1:
-            found = _matching_fields(envelope, fields)
-            if found is not None:
-                self.log.info("Try %s: the fields were created by a previous try: %s", try_number, found)
-                return found
-        try:
-            # The hook checks the fields against the envelope once more; the counts save re-downloads.
-            created = self.hook.create_fields(envelope_id, fields, page_counts=counts)
-        except PERMANENT_ERRORS as err:
-            raise fail_now(err) from err
-        except DocsignAmbiguousWriteError:
-            found = _matching_fields(self.hook.get_envelope(envelope_id), fields, exclude=envelope)
-            if found is None:
-                self.log.error(
-                    "The field creation's outcome is unknown: check envelope %s's fields", envelope_id
-                )
-                raise
-            self.log.warning("The answer was lost, but the fields exist: %s", found)
-            return found
-        ids = [f.id for f in created]
-        self.log.info("Created field(s) %s on envelope %s", ids, envelope_id)
-        return ids
-
-
 class DocsignRejectRecipientOperator(DocsignBaseOperator):
     """Record a rejection that happened outside the service (for example by phone) for a recipient.
 
@@ -375,3 +177,126 @@ class DocsignRejectRecipientOperator(DocsignBaseOperator):
         status = getattr(result, "signing_status", None) or "REJECTED"
         self.log.info("Recorded the rejection of recipient %s on envelope %s", recipient_id, envelope_id)
         return {"envelope_id": envelope_id, "recipient_id": recipient_id, "signing_status": status}
+
+
+class DocsignUpdateRecipientsOperator(DocsignBaseOperator):
+    """Correct recipients of an envelope: e-mail, name, role, signing order or authentication.
+
+    Meant for a draft (a wrong e-mail, a changed signer) but allowed where the service allows it.
+    The service refuses a change once the envelope is finished (COMPLETED, REJECTED or CANCELLED:
+    "Envelope already complete") and, while it is PENDING, a change to a recipient who has already
+    signed or filled in a field ("Cannot modify a recipient who has already interacted with the
+    document"). Those refusals are made here, before anything is sent, with the service's own code and
+    message (:class:`~airflow_provider_docsign.exceptions.DocsignRefusedLocallyError`, 400
+    ``INVALID_REQUEST``), and the task fails without retrying.
+
+    Note (real service): every update sets the recipient's send and signing status back to not sent and
+    not signed, and a role changed to CC or VIEWER loses its fields. On a PENDING envelope the
+    corrected recipient is therefore not sent the document again by itself: remind them with
+    :class:`~airflow_provider_docsign.operators.DocsignRemindRecipientsOperator`.
+
+    Safe on retry: setting the same values again changes nothing.
+
+    Returns ``[{"id", "email", "name", "role", "signing_order"}]`` in the order given.
+
+    :param envelope_id: The envelope. Templated.
+    :param recipients: The changes, in the service's JSON shape:
+        ``[{"id", "email"?, "name"?, "role"?, "signingOrder"?, "accessAuth"?, "actionAuth"?}]``.
+        Templated (rendered as JSON).
+    :param docsign_conn_id: The Airflow connection of type ``docsign``.
+    """
+
+    template_fields: Sequence[str] = ("envelope_id", "recipients")
+    template_fields_renderers = {"recipients": "json"}
+    ui_color = "#d6eaff"
+
+    def __init__(self, *, envelope_id: str, recipients: list[dict[str, Any]], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.envelope_id = envelope_id
+        self.recipients = recipients
+
+    def execute(self, context: Context) -> list[dict[str, Any]]:
+        """Check, then update the recipients; return them as they are now."""
+        envelope_id = str(self.envelope_id)
+        ids, problems = id_list(self.recipients, "recipients")
+        if problems:
+            raise fail_now(DocsignValidationError(problems, context="recipients"))
+        envelope = self.read_envelope(context, envelope_id)
+        known = {r.id for r in envelope.recipients}
+        unknown = [
+            f"recipient {i} is not a recipient of envelope {envelope_id}" for i in ids if i not in known
+        ]
+        if unknown:
+            raise fail_now(DocsignValidationError(unknown, context="recipients"))
+        refusal = recipients_update_refusal(envelope, ids)
+        if refusal is not None:
+            raise fail_now(refusal.error())
+        try:
+            updated = self.hook.update_recipients(envelope_id, [dict(r) for r in self.recipients])
+        except PERMANENT_ERRORS as err:
+            raise fail_now(err) from err
+        by_id = {r.id: r for r in updated}
+        result = []
+        for rid in ids:
+            rec = by_id.get(rid)
+            if rec is None:
+                raise AirflowFailException(f"The service did not return recipient {rid} after the update")
+            self.log.info("Updated recipient %s of envelope %s", rid, envelope_id)
+            result.append(
+                {
+                    "id": rec.id,
+                    "email": rec.email,
+                    "name": rec.name,
+                    "role": rec.role,
+                    "signing_order": rec.signing_order,
+                }
+            )
+        return result
+
+
+class DocsignDeleteRecipientOperator(DocsignBaseOperator):
+    """Remove a recipient (and their fields) from an envelope.
+
+    The service refuses this once the envelope is finished ("Document already complete") and for a
+    recipient who has signed or filled in a field ("Recipient has already interacted with the
+    document."); those refusals are made here, before anything is sent, with the service's code and
+    message, and the task fails without retrying. A recipient who is no longer on the envelope counts
+    as deleted (safe on retry), and so does a 404 from the service.
+
+    Returns ``{"envelope_id", "recipient_id", "deleted"}``: ``deleted`` is False when the recipient was
+    already gone.
+
+    :param envelope_id: The envelope. Templated.
+    :param recipient_id: The recipient to remove. Templated.
+    :param docsign_conn_id: The Airflow connection of type ``docsign``.
+    """
+
+    template_fields: Sequence[str] = ("envelope_id", "recipient_id")
+    ui_color = "#ffe0d6"
+
+    def __init__(self, *, envelope_id: str, recipient_id: int | str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.envelope_id = envelope_id
+        self.recipient_id = recipient_id
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        """Check, then delete the recipient."""
+        envelope_id = str(self.envelope_id)
+        recipient_id = one_id(self.recipient_id, "recipient_id")
+        envelope = self.read_envelope(context, envelope_id)
+        result = {"envelope_id": envelope_id, "recipient_id": recipient_id, "deleted": False}
+        if not any(r.id == recipient_id for r in envelope.recipients):
+            self.log.info("Recipient %s is not on envelope %s (already deleted)", recipient_id, envelope_id)
+            return result
+        refusal = recipient_delete_refusal(envelope, recipient_id)
+        if refusal is not None:
+            raise fail_now(refusal.error())
+        try:
+            self.hook.delete_recipient(recipient_id)
+        except DocsignNotFoundError:
+            self.log.info("Recipient %s was already deleted (404)", recipient_id)
+            return result
+        except PERMANENT_ERRORS as err:
+            raise fail_now(err) from err
+        self.log.info("Deleted recipient %s of envelope %s", recipient_id, envelope_id)
+        return {**result, "deleted": True}

@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import AirflowFailException
 from airflow_provider_docsign.exceptions import DocsignAPIError, DocsignError
-from airflow_provider_docsign.expiry import expired_recipients, mask_email, parse_timestamp
+from airflow_provider_docsign.expiry import (
+    awaits_signature,
+    expired_recipients,
+    mask_email,
+    parse_timestamp,
+    reminded_recipients,
+)
 from airflow_provider_docsign.models import Envelope, EnvelopeStatus, Recipient
 from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
@@ -23,8 +30,10 @@ if TYPE_CHECKING:
 
 __all__ = ["DocsignRemindRecipientsOperator"]
 
-#: How far back a retry looks in the audit log for a reminder an earlier try already sent (pages).
-_AUDIT_PAGES = 5
+#: Added to the window a retry looks back over: the ``Date`` header has a resolution of one second, and
+#: answers take time to arrive. Erring wide never e-mails twice; it can only skip a reminder that an
+#: earlier run sent seconds before this one started.
+_CLOCK_SLACK = timedelta(seconds=5)
 
 
 def _who(r: Recipient) -> str:
@@ -42,10 +51,17 @@ class DocsignRemindRecipientsOperator(DocsignBaseOperator):
       (COMPLETED, REJECTED, CANCELLED), or a CC or already-signed recipient named explicitly, fails
       the task at once with a clear error and nothing is sent.
     - After the call the envelope is read again to check that each link was renewed.
-    - **Safe retries.** Redistribute is not idempotent (it e-mails people), so it is never repeated
-      blindly: a lost answer or a 5xx is resolved by re-reading the envelope (renewed links mean it
-      worked), and a retried task first looks in the envelope's audit log for the reminder e-mails an
-      earlier try of the same DAG run already sent, and does not send those again.
+    - **Safe retries, on the service's own data.** Redistribute is not idempotent (it e-mails people),
+      so it is never repeated blindly, and no timestamp of the service is ever compared with
+      Airflow's clock (they may disagree by any amount):
+
+      - Before sending, the newest entry of the envelope's audit log is noted. A lost answer or a 5xx
+        is then resolved by re-reading: links renewed, or a reminder e-mail in the audit log above
+        that entry, mean it worked, and the task succeeds.
+      - A retried task first looks in the audit log for the reminders an earlier try of the same DAG
+        run already sent, and does not send those again. "Since the run started" is measured on the
+        service's clock: its ``Date`` header minus how long the run has been going (a duration,
+        measured on Airflow's clock alone).
 
     Returns ``{"envelope_id", "reminded": [recipient ids], "renewed": [recipient ids]}``: ``renewed``
     lists those whose ``expiresAt`` moved later (empty when the envelope's links never expire).
@@ -97,11 +113,7 @@ class DocsignRemindRecipientsOperator(DocsignBaseOperator):
             )
         expired = {r.id for r in expired_recipients(envelope.recipients)}
         if self.recipients == "unsigned":
-            chosen = [
-                r
-                for r in envelope.recipients
-                if (r.role or "").upper() != "CC" and (r.signing_status or "").upper() == "NOT_SIGNED"
-            ]
+            chosen = [r for r in envelope.recipients if awaits_signature(r)]
         else:
             chosen = self._named(envelope, self.recipients)
         if self.only_expired:
@@ -137,7 +149,7 @@ class DocsignRemindRecipientsOperator(DocsignBaseOperator):
                 problems.append(
                     f"{where}: {_who(rec)} is CC: CC recipients never sign, so cannot be reminded"
                 )
-            elif (rec.signing_status or "").upper() != "NOT_SIGNED":
+            elif not awaits_signature(rec):
                 problems.append(f"{where}: {_who(rec)} has already {str(rec.signing_status).lower()}")
             elif rec not in chosen:
                 chosen.append(rec)
@@ -150,28 +162,39 @@ class DocsignRemindRecipientsOperator(DocsignBaseOperator):
 
     # -- retry safety -----------------------------------------------------------------------------
 
-    def _since(self, context: Context) -> datetime | None:
+    @staticmethod
+    def _run_age(context: Context) -> timedelta | None:
+        """How long this DAG run has been going: a duration, on Airflow's clock alone."""
         dag_run = context.get("dag_run") if hasattr(context, "get") else None
         start = getattr(dag_run, "start_date", None) or getattr(dag_run, "logical_date", None)
-        return start if isinstance(start, datetime) else None
+        if not isinstance(start, datetime):
+            return None
+        if start.tzinfo is None:  # Airflow's dates are UTC
+            start = start.replace(tzinfo=timezone.utc)
+        return max(timedelta(0), datetime.now(timezone.utc) - start)
 
-    def _reminded_earlier(self, envelope_id: str, ids: set[int], since: datetime) -> set[int]:
-        """Recipients an earlier try of this run already reminded (``EMAIL_SENT`` with ``isResending``)."""
-        found: set[int] = set()
-        for count, entry in enumerate(self.hook.get_audit_log(envelope_id)):
-            if count >= _AUDIT_PAGES * 50:
-                break
-            when = parse_timestamp(entry.get("createdAt"))
-            if when is not None and since.tzinfo is not None and when < since:
-                break  # newest first: everything after this is older than the run
-            data = entry.get("data") or {}
-            if (
-                entry.get("type") == "EMAIL_SENT"
-                and data.get("isResending")
-                and data.get("recipientId") in ids
-            ):
-                found.add(int(data["recipientId"]))
-        return found
+    def _reminded_earlier(self, envelope_id: str, ids: set[int], age: timedelta) -> set[int]:
+        """Recipients an earlier try of this run already reminded, by the service's audit log.
+
+        The window is measured on the service's clock: its ``Date`` header (read with the first page
+        of the audit log) minus the run's age. Without a ``Date`` header every reminder among the
+        newest entries counts: a reminder is never sent twice, at the risk of skipping one.
+        """
+        entries = iter(self.hook.get_audit_log(envelope_id))
+        first = next(entries, None)  # fetches the first page: its answer carries the service's Date
+        service_now = self.hook.last_service_time
+        since = None if service_now is None else service_now - age - _CLOCK_SLACK
+        if since is None:
+            self.log.warning(
+                "The service sent no Date header: every reminder among the newest audit entries counts "
+                "as sent by an earlier try of this run"
+            )
+        return reminded_recipients(chain([first] if first else [], entries), ids, since=since)
+
+    def _newest_audit_entry(self, envelope_id: str) -> str | None:
+        """The id of the envelope's newest audit entry: what a lost answer is checked against."""
+        newest = next(iter(self.hook.get_audit_log(envelope_id)), None)
+        return str(newest["id"]) if newest and newest.get("id") is not None else None
 
     # -- execute ----------------------------------------------------------------------------------
 
@@ -185,9 +208,9 @@ class DocsignRemindRecipientsOperator(DocsignBaseOperator):
             return {"envelope_id": envelope_id, "reminded": [], "renewed": []}
         before = {r.id: r.expires_at for r in targets}
         to_send = [r.id for r in targets]
-        since = self._since(context)
-        if current_try(context) > 1 and since is not None:
-            done = self._reminded_earlier(envelope_id, set(to_send), since)
+        age = self._run_age(context)
+        if current_try(context) > 1 and age is not None:
+            done = self._reminded_earlier(envelope_id, set(to_send), age)
             if done:
                 self.log.warning(
                     "An earlier try already reminded recipient(s) %s in this run; not e-mailing them again",
@@ -200,11 +223,14 @@ class DocsignRemindRecipientsOperator(DocsignBaseOperator):
                 ", ".join(_who(r) for r in targets if r.id in to_send),
                 envelope_id,
             )
-            self._redistribute_once(envelope_id, to_send, before)
+            marker = self._newest_audit_entry(envelope_id)
+            self._redistribute_once(envelope_id, to_send, before, marker)
         after = self.hook.get_envelope(envelope_id)
         return self._verify(after, targets, before)
 
-    def _redistribute_once(self, envelope_id: str, ids: list[int], before: dict[int, str | None]) -> None:
+    def _redistribute_once(
+        self, envelope_id: str, ids: list[int], before: dict[int, str | None], marker: str | None
+    ) -> None:
         try:
             self.hook.redistribute_envelope(envelope_id, ids)
         except PERMANENT_ERRORS as err:
@@ -214,17 +240,24 @@ class DocsignRemindRecipientsOperator(DocsignBaseOperator):
             if isinstance(err, DocsignAPIError) and status is not None and status < 500:
                 raise fail_now(err) from err
             # The outcome is unknown: look instead of sending the e-mails a second time.
-            self.log.warning("Redistribute's outcome is unknown (%s); re-reading the envelope", err)
+            self.log.warning("Redistribute's outcome is unknown (%s); reading the envelope", err)
             envelope = self.hook.get_envelope(envelope_id)
-            renewed = [
+            done = {
                 r.id for r in envelope.recipients if r.id in before and _later(r.expires_at, before[r.id])
-            ]
-            if sorted(renewed) != sorted(ids):
+            }
+            if set(ids) - done:  # links that never expire are not renewed: the audit log tells
+                entries = self.hook.get_audit_log(envelope_id)
+                done |= reminded_recipients(entries, set(ids) - done, stop_at=marker)
+            missing = sorted(set(ids) - done)
+            if missing:
                 raise AirflowFailException(
-                    f"redistribute of envelope {envelope_id} failed or its outcome is unknown ({err}); the "
-                    f"links of recipient(s) {sorted(set(ids) - set(renewed))} were not renewed. It was not "
+                    f"redistribute of envelope {envelope_id} failed or its outcome is unknown ({err}); "
+                    f"recipient(s) {missing} show no renewed link and no reminder e-mail. It was not "
                     "repeated, because it e-mails the recipients; check the envelope before running again"
                 ) from err
+            self.log.warning(
+                "Redistribute's answer was lost, but the service shows it done for %s", sorted(done)
+            )
 
     def _verify(
         self, envelope: Envelope, targets: list[Recipient], before: dict[int, str | None]

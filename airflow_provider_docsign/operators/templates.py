@@ -1,4 +1,4 @@
-"""Operators that create envelopes from templates, and keep templates up to date."""
+"""Operators that create envelopes from templates, keep templates up to date, and duplicate envelopes."""
 
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DocsignCreateEnvelopeFromTemplateOperator",
     "DocsignCreateTemplateOperator",
+    "DocsignDuplicateEnvelopeOperator",
     "DocsignDuplicateTemplateOperator",
 ]
 
@@ -354,3 +355,116 @@ class DocsignDuplicateTemplateOperator(DocsignBaseOperator):
         self.push_envelope_link(context, new_id, template)
         self.log.info("Duplicated template %s as %s %r", self.template_id, new_id, template.title)
         return {"template_id": new_id, "source_template_id": str(self.template_id), "title": template.title}
+
+
+class DocsignDuplicateEnvelopeOperator(DocsignBaseOperator):
+    """Copy a document or a template as a new DRAFT, with a new title and external id.
+
+    For example, to send a rejected or expired contract again as a new envelope: duplicate it, then
+    correct and distribute the copy. The service copies the original PDFs (never the signed ones), the
+    meta, and (if asked) the recipients, with fresh signing state, and their fields; it does not copy
+    the externalId, the folder, the attachments or form values. Its ``/envelope/duplicate`` takes no
+    title (the copy is ``"<title> (copy)"``), so the title, external id and folder given here are set by
+    one ``POST /envelope/update`` right after the duplicate.
+
+    A duplicate is not idempotent. With ``external_id`` (and ``if_exists="reuse"``, the default) a retry
+    or a re-run first looks for an envelope with that external id in the target folder (other than the
+    source) and reuses it instead of copying again. If the duplicate's outcome is unknown (the answer
+    was lost) the task fails without retrying, rather than make a second copy.
+
+    Returns ``{"envelope_id", "source_envelope_id", "type", "title", "external_id", "reused"}``.
+
+    :param envelope_id: The envelope or template to copy. Templated.
+    :param title: The copy's title (default: the service's ``"<title> (copy)"``). Templated.
+    :param external_id: The copy's externalId; lets a retry find the copy. Templated.
+    :param folder_id: Put the copy in this folder (default: the root, where the service puts it).
+        Templated.
+    :param include_recipients: Copy the recipients.
+    :param include_fields: Copy the fields (only with the recipients).
+    :param if_exists: With ``external_id``: ``"reuse"`` an existing copy, ``"fail"``, or ``"create"``
+        another one regardless.
+    :param docsign_conn_id: The Airflow connection of type ``docsign``.
+    """
+
+    template_fields: Sequence[str] = ("envelope_id", "title", "external_id", "folder_id")
+    ui_color = "#d6eaff"
+
+    def __init__(
+        self,
+        *,
+        envelope_id: str,
+        title: str | None = None,
+        external_id: str | None = None,
+        folder_id: str | None = None,
+        include_recipients: bool = True,
+        include_fields: bool = True,
+        if_exists: str = "reuse",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        check_retry_safety(self, if_exists=if_exists, external_id=external_id, example="resend-{{ run_id }}")
+        self.envelope_id = envelope_id
+        self.title = title
+        self.external_id = external_id
+        self.folder_id = folder_id
+        self.include_recipients = include_recipients
+        self.include_fields = include_fields
+        self.if_exists = if_exists
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        """Duplicate (or reuse the copy a previous try made) and return the copy's id."""
+        source = str(self.envelope_id)
+        folder = str(self.folder_id) if self.folder_id else None
+        external_id = str(self.external_id) if self.external_id else None
+        reused = self._existing_copy(source, external_id, folder)
+        if reused is None:
+            try:
+                new_id = self.hook.duplicate_envelope(
+                    source,
+                    title=str(self.title) if self.title else None,
+                    external_id=external_id,
+                    folder_id=folder,
+                    include_recipients=self.include_recipients,
+                    include_fields=self.include_fields,
+                )
+            except PERMANENT_ERRORS as err:
+                raise fail_now(err) from err
+            except DocsignAmbiguousWriteError as err:
+                raise AirflowFailException(
+                    f"The duplicate's outcome is unknown ({err}); not repeating it (a copy may exist already)"
+                ) from err
+        else:
+            new_id = reused
+        self.xcom_push_safe(context, "envelope_id", new_id)
+        copy = self.hook.get_envelope(new_id)
+        self.push_envelope_link(context, new_id, copy)
+        self.log.info("Envelope %s is the copy of %s (%r)", new_id, source, copy.title)
+        return {
+            "envelope_id": new_id,
+            "source_envelope_id": source,
+            "type": copy.type,
+            "title": copy.title,
+            "external_id": copy.external_id,
+            "reused": reused is not None,
+        }
+
+    def _existing_copy(self, source: str, external_id: str | None, folder: str | None) -> str | None:
+        if not external_id or self.if_exists == "create":
+            return None
+        matches = [
+            m
+            for m in self.hook.find_envelopes_by_external_id(external_id, folder_id=folder)
+            if m.id != source
+        ]
+        if not matches:
+            return None
+        if len(matches) > 1 or self.if_exists == "fail":
+            raise AirflowFailException(
+                f"{len(matches)} envelope(s) other than {source} already have externalId {external_id!r} in "
+                f"folder {folder or '(root)'}: {', '.join(m.id for m in matches)}"
+                + (" and if_exists='fail'" if self.if_exists == "fail" else "; use a unique external_id")
+            )
+        self.log.info(
+            "Reusing envelope %s (externalId %r), copied by an earlier try", matches[0].id, external_id
+        )
+        return matches[0].id

@@ -29,6 +29,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from pypdf import PdfReader
 
+from airflow_provider_docsign._sources import NotARegularFileError, file_kind, open_regular_file
 from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.preview._draw import (
     BANNER_FILL,
@@ -134,12 +135,15 @@ def _load(index: int, file: Any, problems: list[str]) -> _Source | None:
             head, local = data[:5], None
         else:
             local = Path(file)
-            if not local.is_file():
-                problems.append(f"{where}: no such file")
-                return None
-            with open(local, "rb") as fh:
+            with open_regular_file(local) as fh:  # a FIFO or a device is refused, never waited on
                 head = fh.read(5)
             handle = local
+    except FileNotFoundError:
+        problems.append(f"{where}: no such file")
+        return None
+    except NotARegularFileError as exc:
+        problems.append(f"{where}: it is {exc.kind}, not a regular file")
+        return None
     except (OSError, ValueError) as exc:
         problems.append(f"{where}: cannot be read ({type(exc).__name__}: {exc})")
         return None
@@ -193,6 +197,9 @@ def _render(layout: Layout, sources: Sequence[_Source], output_dir: Any, dpi: in
     if isinstance(dpi, bool) or not isinstance(dpi, int) or not MIN_DPI <= dpi <= MAX_DPI:
         raise DocsignValidationError([f"dpi must be an integer from {MIN_DPI} to {MAX_DPI}, got {dpi!r}"])
     out = Path(output_dir)
+    if out.exists() and not out.is_dir():
+        kind = file_kind(os.stat(out).st_mode)
+        raise DocsignValidationError([f"output {out} is {kind}, not a directory"], context="preview output")
     inputs = {s.local.resolve() for s in sources if s.local is not None}
     names = [f"{i:02d}-{_safe_stem(s.name)}" for i, s in enumerate(sources)]
     planned = [out / f"{n}.preview.pdf" for n in names]

@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse, Response
 
 from . import (
     lifecycle,
+    routes_attachments,
     routes_control,
     routes_envelopes,
     routes_folders,
@@ -21,6 +22,7 @@ from . import (
     routes_people,
     routes_seed,
     routes_templates,
+    routes_tsa,
     routes_webhooks,
 )
 from .errors import ApiError, not_found_route
@@ -28,6 +30,7 @@ from .faults import SandboxMiddleware, Traffic
 from .sealing import Sealer
 from .state import SandboxState
 from .store import Store
+from .tsa import TimestampAuthority
 
 
 def _error_response(exc: ApiError) -> Response:
@@ -44,6 +47,7 @@ def create_app(
     seal_delay: float = 0.3,
     webhooks: list[tuple[str, str, str]] | None = None,
     webhook_ssrf_bypass_hosts: str | None = None,
+    seal_cert_lifetime: float | None = None,
 ) -> Any:
     """Build the sandbox ASGI app (FastAPI wrapped in :class:`~.faults.SandboxMiddleware`).
 
@@ -57,6 +61,8 @@ def create_app(
     :param webhook_ssrf_bypass_hosts: Comma-separated hosts exempt from the private-address rule, as
         the real instance's ``NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS``; None reads that environment
         variable (as the real instance does), unset meaning none.
+    :param seal_cert_lifetime: Seconds: seal every document with a certificate issued for it that
+        expires this long after the signing time (long-term validation tests); None: the ten-year one.
     """
     os.makedirs(data_dir, exist_ok=True)
     traffic = Traffic(rate_limit=rate_limit or 1000, enforce_rate_limit=rate_limit is not None)
@@ -67,7 +73,8 @@ def create_app(
         auto_sign_after=auto_sign_after,
         seal_delay=seal_delay,
         traffic=traffic,
-        sealer=Sealer(data_dir),  # key and self-signed certificate made on the first start
+        sealer=Sealer(data_dir, cert_lifetime=seal_cert_lifetime),  # key and certificate made on first start
+        tsa=TimestampAuthority(data_dir),  # the RFC 3161 TSA at /tsa, its key made on first start
     )
 
     @contextlib.asynccontextmanager
@@ -82,11 +89,21 @@ def create_app(
     state.webhooks.set_bypass_hosts(webhook_ssrf_bypass_hosts)
     for url, secret, events in webhooks or ():
         state.webhooks.subscribe(url, secret, events)
-    for module in (routes_envelopes, routes_items, routes_people, routes_folders, routes_templates):
+    # Attachments first, as on the real router: GET /envelope/attachment before GET /envelope/{id}.
+    modules = (
+        routes_attachments,
+        routes_envelopes,
+        routes_items,
+        routes_people,
+        routes_folders,
+        routes_templates,
+    )
+    for module in modules:
         app.include_router(module.router, prefix="/api/v2")
     app.include_router(routes_control.router)
     app.include_router(routes_seed.router)
     app.include_router(routes_webhooks.router)
+    app.include_router(routes_tsa.router)
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> Response:

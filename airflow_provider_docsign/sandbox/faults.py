@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import RATE_LIMIT_BODY, TRPC_STATUS_CODES
-from .ids import request_id
+from .ids import http_date, request_id
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -248,6 +248,7 @@ class SandboxMiddleware:
                 }
             )
         extra["x-request-id"] = request_id()
+        extra["date"] = http_date()  # the sandbox's own clock, which a test may skew (uvicorn's is off)
         status_seen = {"status": 0, "logged": False}
         note: dict[str, Any] = {}
         _LOG_NOTE.set(note)

@@ -53,9 +53,32 @@ def _base36(n: int) -> str:
     return out or "0"
 
 
+#: How far the sandbox's clock is from the machine's (``POST /_sandbox/clock``): a service whose clock
+#: is skewed against Airflow's, for tests of rules that must not compare the two clocks.
+_CLOCK_OFFSET = timedelta(0)
+
+
+def set_clock_offset(seconds: float) -> None:
+    """Put the sandbox's clock ``seconds`` ahead of the machine's (behind when negative)."""
+    global _CLOCK_OFFSET
+    _CLOCK_OFFSET = timedelta(seconds=seconds)
+
+
+def clock_offset() -> float:
+    """The sandbox clock's offset from the machine's, in seconds."""
+    return _CLOCK_OFFSET.total_seconds()
+
+
 def utcnow() -> datetime:
-    """The current time in UTC."""
-    return datetime.now(timezone.utc)
+    """The current time in UTC, on the sandbox's clock (the machine's, plus any test offset)."""
+    return datetime.now(timezone.utc) + _CLOCK_OFFSET
+
+
+def http_date() -> str:
+    """The sandbox's clock as an HTTP ``Date`` header value (``Tue, 24 Nov 2026 10:00:00 GMT``)."""
+    from email.utils import format_datetime
+
+    return format_datetime(utcnow().replace(microsecond=0), usegmt=True)
 
 
 def iso(dt: datetime | None = None) -> str:

@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse, Response
 from . import lifecycle, views
 from .common import authenticate, json_body, ok, state_of
 from .errors import ApiError
-from .ids import iso
+from .ids import clock_offset, iso, set_clock_offset
 from .store import Obj
 
 router = APIRouter(prefix="/_sandbox")
@@ -124,6 +124,26 @@ async def backdate(request: Request) -> Response:
         env["createdAt"] = iso(parse_iso(env["createdAt"]) - timedelta(days=days))
         state.store.put("envelope", env)
     return ok({"success": True, "createdAt": env["createdAt"]})
+
+
+@router.post("/clock")
+async def clock(request: Request) -> Response:
+    """``{offsetSeconds}``: skew the sandbox's clock against the machine's (``0`` puts it back).
+
+    Every timestamp the sandbox writes (``createdAt`` of audit entries, ``expiresAt``...) and its
+    ``Date`` header follow it, as a service whose clock differs from Airflow's would. Answers
+    ``{offsetSeconds, now}``.
+    """
+    authenticate(request, "sandbox.clock")
+    body = await json_body(request)
+    try:
+        offset = float(body.get("offsetSeconds"))
+    except (TypeError, ValueError):
+        raise _bad("offsetSeconds must be a number") from None
+    if not -366 * 86400 <= offset <= 366 * 86400:
+        raise _bad("offsetSeconds must be within a year")
+    set_clock_offset(offset)
+    return ok({"offsetSeconds": clock_offset(), "now": iso()})
 
 
 @router.get("/reminders")

@@ -40,6 +40,7 @@ from .errors import app_error
 from .faults import note_request
 from .ids import envelope_id as new_envelope_id
 from .ids import iso
+from .routes_attachments import new_attachment
 from .schemas import (
     CANCEL,
     CREATE_PAYLOAD,
@@ -131,6 +132,11 @@ def _create(state: SandboxState, form: FormData) -> dict[str, Any]:
         }
         store.put("envelope", env)
         items = [store_item(state, env_id, f, i + 1, pages[i]) for i, f in enumerate(form.files)]
+        for att in payload.get("attachments") or []:  # the real create stores them as links
+            store.put(
+                "attachment",
+                new_attachment(env_id, str(att.get("label", "")), str(att.get("data", "")), "link"),
+            )
         for rec_spec, indexes in zip(recipients, resolved, strict=True):
             rec = store.put("recipient", new_recipient(env_id, rec_spec, store.next_value("recipient")))
             for fld_spec, index in zip(rec_spec.get("fields") or [], indexes, strict=True):
@@ -161,11 +167,13 @@ async def find_envelopes(request: Request) -> Response:
         rows = [e for e in rows if e["status"] == q["status"]]
     if "source" in q:
         rows = [e for e in rows if e["source"] == q["source"]]
-    if "templateId" in q:
+    note_request(params={k: v for k, v in request.query_params.items()})
+    # Real service: ``if (templateId)`` and ``if (hasExpiredRecipients)``: 0 and "false" filter nothing
+    # (there is no "no expired recipient" filter).
+    if q.get("templateId"):
         rows = [e for e in rows if e.get("templateId") == q["templateId"]]
-    if "hasExpiredRecipients" in q:
-        want = q["hasExpiredRecipients"] == "true"
-        rows = [e for e in rows if _has_expired_recipient(state, e) == want]
+    if q.get("hasExpiredRecipients") == "true":
+        rows = [e for e in rows if _has_expired_recipient(state, e)]
     # Real service: without folderId only root-level envelopes (folderId IS NULL) are returned.
     folder = q.get("folderId")
     rows = [e for e in rows if e["folderId"] == folder]
@@ -281,8 +289,12 @@ async def delete_envelope(request: Request) -> Response:
     store = state.store
     with store.tx():
         env = store.edit("envelope", body["envelopeId"])
-        if env is None or env["deletedAt"] is not None:
+        if env is None:
             raise app_error(path, "NOT_FOUND", "Envelope not found")
+        if env["deletedAt"] is not None:
+            # Real service: deleting a soft-deleted envelope again does nothing and answers success
+            # (delete-document.ts returns early on deletedAt).
+            return success()
         if env["status"] in ("DRAFT", "PENDING") or env["type"] == "TEMPLATE":
             files = _hard_delete(state, env["id"])
         else:
@@ -307,6 +319,8 @@ def _hard_delete(state: SandboxState, envelope_id: str) -> list[str]:
         store.remove("recipient", rec["id"])
     for entry in store.audit_of(envelope_id):
         store.remove("audit", entry["id"])
+    for att in store.attachments_of(envelope_id):  # ON DELETE CASCADE on the real service
+        store.remove("attachment", att["id"])
     store.remove("envelope", envelope_id)
     return files
 

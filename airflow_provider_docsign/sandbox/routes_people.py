@@ -25,6 +25,12 @@ from .validation import S, validate
 
 router = APIRouter()
 
+# The real service's messages (v2.17.0: update-envelope-recipients.ts, delete-envelope-recipient.ts,
+# update-envelope-fields.ts and the delete-envelope-field route).
+RECIPIENT_INTERACTED = "Cannot modify a recipient who has already interacted with the document"
+FIELD_INTERACTED = "Cannot modify a field where the recipient has already interacted with the document"
+DELETE_INTERACTED = "Recipient has already interacted with the document."
+
 
 def _path_int(value: str, name: str, trpc_path: str) -> int:
     out = validate(
@@ -122,9 +128,9 @@ async def update_recipients(request: Request) -> Response:
         for entry in body["data"]:
             rec = store.edit("recipient", int(entry["id"]))
             if rec is None or rec["envelopeId"] != env["id"]:
-                raise app_error(path, "NOT_FOUND", f"Recipient {entry['id']} not found")
+                raise app_error(path, "NOT_FOUND", f"Recipient with id {entry['id']} not found")
             if _interacted(state, rec):
-                raise app_error(path, "INVALID_REQUEST", "Recipient has already interacted with the document")
+                raise app_error(path, "INVALID_REQUEST", RECIPIENT_INTERACTED)
             for key in ("email", "name", "role", "signingOrder"):
                 if key in entry:
                     rec[key] = entry[key].lower() if key == "email" else entry[key]
@@ -162,7 +168,7 @@ async def delete_recipient(request: Request) -> Response:
         if _complete(env):
             raise app_error(path, "INVALID_REQUEST", "Document already complete")
         if _interacted(state, rec):
-            raise app_error(path, "INVALID_REQUEST", "Recipient has already interacted with the document")
+            raise app_error(path, "INVALID_REQUEST", DELETE_INTERACTED)
         for fld in store.fields_of(env["id"]):
             if fld["recipientId"] == rec["id"]:
                 store.remove("field", fld["id"])
@@ -206,14 +212,18 @@ async def get_field(request: Request, field_id: str) -> Response:
     return ok(views.field_view(fld))
 
 
-def _field_target(state: SandboxState, env: Obj, rec_id: int, path: str) -> Obj:
+def _field_target(
+    state: SandboxState,
+    env: Obj,
+    rec_id: int,
+    path: str,
+    message: str = "Cannot modify fields of a recipient that has interacted or cannot sign",
+) -> Obj:
     rec = state.store.get("recipient", rec_id)
     if rec is None or rec["envelopeId"] != env["id"]:
         raise app_error(path, "INVALID_REQUEST", f"Recipient {rec_id} not found")
     if rec["role"] in ("CC", "VIEWER") or _interacted(state, rec):
-        raise app_error(
-            path, "INVALID_REQUEST", "Cannot modify fields of a recipient that has interacted or cannot sign"
-        )
+        raise app_error(path, "INVALID_REQUEST", message)
     return rec
 
 
@@ -260,8 +270,8 @@ async def update_fields(request: Request) -> Response:
         for spec in body["data"]:
             fld = store.edit("field", int(spec["id"]))
             if fld is None or fld["envelopeId"] != env["id"]:
-                raise app_error(path, "NOT_FOUND", f"Field {spec['id']} not found")
-            _field_target(state, env, fld["recipientId"], path)
+                raise app_error(path, "NOT_FOUND", f"Field with id {spec['id']} not found")
+            _field_target(state, env, fld["recipientId"], path, FIELD_INTERACTED)
             meta = spec.get("fieldMeta")
             if meta is not None and meta.get("type") not in (None, spec["type"].lower()):
                 raise app_error(path, "INVALID_BODY", "Field meta type does not match the field type")
@@ -299,7 +309,7 @@ async def delete_field(request: Request) -> Response:
         if _complete(env):
             raise app_error(path, "INVALID_REQUEST", "Envelope already complete")
         rec = store.get("recipient", fld["recipientId"])
-        if rec is not None and _interacted(state, rec):
-            raise app_error(path, "INVALID_REQUEST", "Recipient has already interacted with the document")
+        if rec is not None and (rec["role"] in ("CC", "VIEWER") or _interacted(state, rec)):
+            raise app_error(path, "INVALID_REQUEST", DELETE_INTERACTED)
         store.remove("field", fld["id"])
     return success()

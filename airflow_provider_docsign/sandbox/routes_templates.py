@@ -26,6 +26,7 @@ from .errors import app_error
 from .faults import note_request
 from .ids import cuid, envelope_item_id, iso
 from .ids import envelope_id as new_envelope_id
+from .routes_attachments import attachments_of, new_attachment
 from .schemas import LANGUAGES
 from .state import SandboxState
 from .store import Obj, Store
@@ -260,6 +261,12 @@ def _use(state: SandboxState, form: FormData, url: str) -> dict[str, Any]:
                 "recipient", new_recipient(env_id, spec, store.next_value("recipient"))
             )
         _copy_fields(store, t_fields, env_id, new_items, new_recipients, metas)
+        # Real service: the template's attachments, then the ones given, become the document's.
+        for att in [*attachments_of(state, template["id"]), *(payload.get("attachments") or [])]:
+            store.put(
+                "attachment",
+                new_attachment(env_id, str(att.get("label", "")), str(att.get("data", "")), "link"),
+            )
         state.audit(
             env_id,
             "DOCUMENT_CREATED",
@@ -360,15 +367,23 @@ async def duplicate(request: Request) -> Response:
     with store.tx():
         number = store.next_value("document")
         env = json.loads(json.dumps(source))
+        # Real service (duplicate-envelope.ts): externalId, folder, template link, form values and
+        # attachments are not copied; the source says how it was made now (a plain duplicate).
         env.update(
             {
                 "id": env_id,
                 "status": "DRAFT",
                 "secondaryId": f"{'template' if env['type'] == 'TEMPLATE' else 'document'}_{number}",
                 "title": f"{source['title']} (copy)",
+                "externalId": None,
+                "folderId": None,
+                "templateId": None,
+                "formValues": None,
+                "source": "DOCUMENT" if env["type"] == "DOCUMENT" else "TEMPLATE",
                 "createdAt": now,
                 "updatedAt": now,
                 "completedAt": None,
+                "deletedAt": None,
                 "_seq": time.time_ns(),
                 "_autoSignAt": None,
             }

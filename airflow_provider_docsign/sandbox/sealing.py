@@ -17,6 +17,7 @@ import datetime
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -41,38 +42,43 @@ def _write_atomic(path: Path, data: bytes, mode: int) -> None:
         raise
 
 
-def ensure_key(data_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
-    """Create the sealing key and self-signed certificate in ``data_dir`` unless they exist.
+def self_signed_certificate(
+    key: Any,
+    *,
+    common_name: str,
+    not_before: datetime.datetime,
+    not_after: datetime.datetime,
+    timestamping: bool = False,
+) -> Any:
+    """A self-signed ``cryptography`` certificate for ``key``.
 
-    :param data_dir: The sandbox data directory.
-    :return: ``(key_path, cert_path)``.
+    :param key: The RSA private key.
+    :param common_name: The subject's CN (the organisation is the sandbox's).
+    :param not_before: Start of validity.
+    :param not_after: End of validity.
+    :param timestamping: A TSA certificate: extended key usage ``timeStamping`` (critical, as RFC 3161
+        requires and ``openssl ts -verify`` checks), not a CA. Otherwise a sealing certificate (a CA
+        that signs documents, as Documenso's self-signed instance certificate is).
     """
     from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
-    from cryptography.x509.oid import NameOID
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-    base = Path(data_dir)
-    key_path, cert_path = base / KEY_FILE, base / CERT_FILE
-    if key_path.exists() and cert_path.exists():
-        return key_path, cert_path
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     name = x509.Name(
         [
-            x509.NameAttribute(NameOID.COMMON_NAME, COMMON_NAME),
+            x509.NameAttribute(NameOID.COMMON_NAME, common_name),
             x509.NameAttribute(NameOID.ORGANIZATION_NAME, ORGANIZATION),
         ]
     )
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
+    builder = (
         x509.CertificateBuilder()
         .subject_name(name)
         .issuer_name(name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=3650))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .not_valid_before(not_before)
+        .not_valid_after(not_after)
+        .add_extension(x509.BasicConstraints(ca=not timestamping, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(
                 digital_signature=True,
@@ -80,7 +86,7 @@ def ensure_key(data_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
                 key_encipherment=False,
                 data_encipherment=False,
                 key_agreement=False,
-                key_cert_sign=True,
+                key_cert_sign=not timestamping,
                 crl_sign=False,
                 encipher_only=False,
                 decipher_only=False,
@@ -88,7 +94,41 @@ def ensure_key(data_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
             critical=True,
         )
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .sign(key, hashes.SHA256())
+    )
+    if timestamping:
+        builder = builder.add_extension(
+            x509.ExtendedKeyUsage([ExtendedKeyUsageOID.TIME_STAMPING]), critical=True
+        )
+    return builder.sign(key, hashes.SHA256())
+
+
+def ensure_key_pair(
+    data_dir: str | os.PathLike[str],
+    key_file: str,
+    cert_file: str,
+    *,
+    common_name: str,
+    timestamping: bool = False,
+) -> tuple[Path, Path]:
+    """Create an RSA key and a self-signed certificate (ten years) in ``data_dir`` unless they exist.
+
+    :return: ``(key_path, cert_path)``.
+    """
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    base = Path(data_dir)
+    key_path, cert_path = base / key_file, base / cert_file
+    if key_path.exists() and cert_path.exists():
+        return key_path, cert_path
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = self_signed_certificate(
+        key,
+        common_name=common_name,
+        not_before=now - datetime.timedelta(days=1),
+        not_after=now + datetime.timedelta(days=3650),
+        timestamping=timestamping,
     )
     key_pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
@@ -98,29 +138,63 @@ def ensure_key(data_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
     return key_path, cert_path
 
 
+def ensure_key(data_dir: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """Create the sealing key and self-signed certificate in ``data_dir`` unless they exist.
+
+    :param data_dir: The sandbox data directory.
+    :return: ``(key_path, cert_path)``.
+    """
+    return ensure_key_pair(data_dir, KEY_FILE, CERT_FILE, common_name=COMMON_NAME)
+
+
 class Sealer:
     """Signs PDFs with the sandbox's key (PAdES, ``ETSI.CAdES.detached``).
 
     :param data_dir: The sandbox data directory; the key and certificate are created there if missing.
+    :param cert_lifetime: Seconds. When set, every seal is made with a certificate issued for that
+        seal (same key) that is valid from a minute before the signing time until ``cert_lifetime``
+        seconds after it: a seal whose certificate has "expired since", for long-term validation
+        tests. ``None`` (default): one ten-year certificate, kept in the data directory.
     """
 
-    def __init__(self, data_dir: str | os.PathLike[str]) -> None:
+    def __init__(self, data_dir: str | os.PathLike[str], *, cert_lifetime: float | None = None) -> None:
+        if cert_lifetime is not None and cert_lifetime <= 0:
+            raise ValueError("cert_lifetime must be a positive number of seconds")
         self.key_path, self.cert_path = ensure_key(data_dir)
+        self.cert_lifetime = cert_lifetime
         self._signer: Any = None
+        self._lock = threading.Lock()  # with cert_lifetime, a seal and its certificate go together
 
     @property
     def certificate_pem(self) -> bytes:
-        """The sealing certificate as PEM."""
+        """The sealing certificate as PEM (with ``cert_lifetime``: the one of the latest seal)."""
         return self.cert_path.read_bytes()
 
-    def _simple_signer(self) -> Any:
-        if self._signer is None:
-            from pyhanko.sign import signers
+    def _simple_signer(self, signed_at: datetime.datetime) -> Any:
+        from pyhanko.sign import signers
 
+        if self.cert_lifetime is not None:
+            self._reissue(signed_at)
+            self._signer = None
+        if self._signer is None:
             self._signer = signers.SimpleSigner.load(  # type: ignore[no-untyped-call]
                 str(self.key_path), str(self.cert_path)
             )
         return self._signer
+
+    def _reissue(self, signed_at: datetime.datetime) -> None:
+        """A certificate for this seal only: valid until ``cert_lifetime`` seconds after ``signed_at``."""
+        from cryptography.hazmat.primitives import serialization
+
+        assert self.cert_lifetime is not None
+        key = serialization.load_pem_private_key(self.key_path.read_bytes(), password=None)
+        cert = self_signed_certificate(
+            key,
+            common_name=COMMON_NAME,
+            not_before=signed_at - datetime.timedelta(minutes=1),
+            not_after=signed_at + datetime.timedelta(seconds=self.cert_lifetime),
+        )
+        _write_atomic(self.cert_path, cert.public_bytes(serialization.Encoding.PEM), 0o644)
 
     def seal(self, source: str | os.PathLike[str], target: str | os.PathLike[str], signed_at: str) -> None:
         """Write ``source`` with a PAdES signature appended (signing time ``signed_at``) to ``target``.
@@ -151,7 +225,8 @@ class Sealer:
         try:
             with open(source, "rb") as inf, open(tmp, "w+b") as out:
                 writer = IncrementalPdfFileWriter(inf, strict=False)
-                _AtTime(meta, signer=self._simple_signer()).sign_pdf(writer, output=out)
+                with self._lock:
+                    _AtTime(meta, signer=self._simple_signer(moment)).sign_pdf(writer, output=out)
             os.replace(tmp, target)
         except BaseException:
             with contextlib.suppress(OSError):

@@ -257,6 +257,10 @@ class SandboxServer:
             self._control("POST", "/backdate", json={"envelopeId": envelope_id, "days": days})["createdAt"]
         )
 
+    def set_clock_offset(self, seconds: float) -> str:
+        """Skew the sandbox's clock ``seconds`` against the machine's (``0`` puts it back); return its now."""
+        return str(self._control("POST", "/clock", json={"offsetSeconds": seconds})["now"])
+
     def reminders(self, envelope_id: str | None = None) -> dict[str, Any]:
         """Reminder e-mails counted (not sent): ``{data: [{envelopeId, recipientId, count}], total}``."""
         params = {"envelopeId": envelope_id} if envelope_id else None
@@ -381,6 +385,39 @@ class SandboxServer:
         if resp.status_code != 200:
             raise SandboxError(f"GET /_sandbox/certificate failed with HTTP {resp.status_code}")
         return resp.content
+
+    # -- the timestamp authority (``/tsa``) -------------------------------------------------------
+    @property
+    def tsa_url(self) -> str:
+        """``http://127.0.0.1:PORT/tsa``: the sandbox's RFC 3161 timestamp authority."""
+        return self.root_url + "/tsa"
+
+    def tsa_certificate_pem(self) -> bytes:
+        """The sandbox TSA's certificate (PEM), from ``GET /_sandbox/tsa/certificate``."""
+        resp = self._http().get(f"{self.root_url}/_sandbox/tsa/certificate", timeout=30)
+        if resp.status_code != 200:
+            raise SandboxError(f"GET /_sandbox/tsa/certificate failed with HTTP {resp.status_code}")
+        return resp.content
+
+    def tsa_fault(
+        self, action: str, count: int = 1, *, delay: float | None = None, status: int | None = None
+    ) -> None:
+        """Make the TSA misbehave for the next ``count`` requests.
+
+        Actions: ``wrong_nonce``, ``wrong_imprint``, ``untrusted`` (signed by a second, unpinned TSA),
+        ``delay`` (answer ``delay`` seconds late), ``reject`` (status *rejection*), ``http_status``,
+        ``oversize`` (2 MiB of zeros).
+        """
+        body = {"action": action, "count": count, "delay": delay, "status": status}
+        self._control("POST", "/tsa/faults", json=body)
+
+    def tsa_requests(self) -> list[dict[str, Any]]:
+        """The TSA's request log: ``[{at, auth, fault, status, outcome}]``, oldest first."""
+        return list(self._control("GET", "/tsa/requests")["data"])
+
+    def clear_tsa(self) -> None:
+        """Drop pending TSA faults and empty the TSA's request log."""
+        self._control("POST", "/tsa/clear")
 
     def item_bytes(self, envelope_item_id: str, version: str = "signed") -> bytes:
         """The bytes the sandbox would serve for an item version (``original`` or ``signed``)."""

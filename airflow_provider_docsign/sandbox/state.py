@@ -14,6 +14,7 @@ from .faults import Traffic
 from .ids import cuid, iso
 from .sealing import Sealer
 from .store import Obj, Store
+from .tsa import TimestampAuthority
 from .webhooks import WebhookSender
 
 log = logging.getLogger("airflow_provider_docsign.sandbox")
@@ -29,6 +30,7 @@ class SandboxState:
     :param auto_sign_after: Seconds after distribution at which every recipient signs, or None.
     :param seal_delay: Seconds between the last signature (or a rejection) and the status change.
     :param sealer: Signs completed PDFs (a :class:`~.sealing.Sealer`); None leaves them unsealed.
+    :param tsa: The RFC 3161 timestamp authority at ``/tsa``; None: no TSA.
     """
 
     store: Store
@@ -38,6 +40,7 @@ class SandboxState:
     seal_delay: float = 0.3
     traffic: Traffic = field(default_factory=Traffic)
     sealer: Sealer | None = None
+    tsa: TimestampAuthority | None = None
     webhooks: WebhookSender = field(default_factory=WebhookSender)
     _timers: list[threading.Timer] = field(default_factory=list)
     _closed: bool = False

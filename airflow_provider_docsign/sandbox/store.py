@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-KINDS = ("envelope", "item", "recipient", "field", "folder", "audit")
+KINDS = ("envelope", "item", "recipient", "field", "folder", "audit", "attachment")
 #: Kinds that belong to an envelope: indexed by ``envelopeId`` so that listing one envelope's children
 #: does not scan every object (the export benchmark holds 10,000 envelopes).
-CHILD_KINDS = ("item", "recipient", "field", "audit")
+CHILD_KINDS = ("item", "recipient", "field", "audit", "attachment")
 
 Obj = dict[str, Any]
 
@@ -178,6 +178,10 @@ class Store:
         """Audit entries of an envelope, oldest first."""
         logs = self._children("audit", envelope_id)
         return sorted(logs, key=lambda a: a["_seq"])
+
+    def attachments_of(self, envelope_id: str) -> list[Obj]:
+        """Attachments (links) of an envelope, in no particular order."""
+        return self._children("attachment", envelope_id)
 
     def file_path(self, name: str) -> Path:
         """Absolute path of a stored file by its name under ``files/``."""

@@ -81,3 +81,38 @@ def task_states(dag_run: Any) -> dict[tuple[str, int], str | None]:
 
 def load_manifests(archive_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
     return [(p, json.loads(p.read_text())) for p in sorted(archive_dir.rglob("manifest.json"))]
+
+
+def build_dag(dag_id: str, **kwargs: Any) -> Any:
+    """A DAG object built inside a test (a unique id, no schedule); run it with :func:`run_dag`."""
+    import uuid
+    from datetime import datetime
+
+    if AIRFLOW_V_3_0_PLUS:
+        from airflow.sdk import DAG
+    else:  # Airflow 2.11
+        from airflow import DAG  # type: ignore[no-redef]
+    kwargs.setdefault("default_args", {"retries": 0})
+    return DAG(
+        dag_id=f"{dag_id}_{uuid.uuid4().hex[:8]}", schedule=None, start_date=datetime(2024, 1, 1), **kwargs
+    )
+
+
+def run_dag(dag: Any) -> tuple[Any, dict[str, Any]]:
+    """Run a DAG built in the test with ``dag.test()``; return the DagRun and its task instances by id.
+
+    Airflow 3's ``dag.test()`` runs only DAGs the dag processor has serialized, so the DAG is first
+    written to the metadata database under the ``dags-folder`` bundle, as the dag processor would.
+    """
+    if AIRFLOW_V_3_0_PLUS:
+        from airflow.dag_processing.bundles.manager import DagBundlesManager
+        from airflow.dag_processing.dagbag import DagBag, sync_bag_to_db
+        from airflow.utils.session import create_session
+
+        with create_session() as session:
+            DagBundlesManager().sync_bundles_to_db(session=session)
+        bag = DagBag(dag_folder=None, collect_dags=False)
+        bag.bag_dag(dag)
+        sync_bag_to_db(bag, "dags-folder", None)
+    dag_run = dag.test()
+    return dag_run, {ti.task_id: ti for ti in dag_run.get_task_instances()}

@@ -1,6 +1,7 @@
 """docsign_stalled_contracts against the sandbox (dag.test(), real HTTP): three envelopes in a folder,
 one to remind, one with an expired link, one too old; each gets its action and ends in its state, the
-report says so, and the requests are the list calls plus one write per action."""
+report says so, and the requests are the list calls (the expired-link filter among them) plus one write
+per action."""
 
 from __future__ import annotations
 
@@ -75,9 +76,12 @@ def test_reminds_renews_and_cancels_each_once(
     dag_run = run_example("docsign_stalled_contracts", folder_id=folder.id, **stalled_env)
 
     assert _state(dag_run.state) == "success", task_states(dag_run)
-    # Bounded: list calls (one page of this folder) and one write per action; no per-envelope reads.
+    # Bounded: list calls (one page of this folder: the envelopes whose link expired, as the service
+    # judges, then all PENDING ones) and one write per action; no per-envelope reads.
     log = sandbox.requests(bodies=True)
-    assert [r["path"] for r in log if r["method"] == "GET"] == ["/envelope"]
+    finds = [r for r in log if r["method"] == "GET"]
+    assert [r["path"] for r in finds] == ["/envelope", "/envelope"]
+    assert [r["body"]["params"].get("hasExpiredRecipients") for r in finds] == ["true", None]
     writes = {r["body"]["envelopeId"]: r for r in _writes(sandbox)}
     assert len(_writes(sandbox)) == 3
     remind_ids = [r.id for r in hook.get_envelope(remind).recipients]

@@ -127,6 +127,7 @@ def test_hash_mode_leaves_no_email_name_or_free_text_and_hashes_people_stably(
     )
     secrets = set()
     for spec in specs:
+        secrets |= {spec["title"], spec["externalId"]}  # titles often name people: hashed too
         for rec in spec["recipients"]:
             secrets |= {rec["email"], rec["name"]}
             secrets |= {
@@ -159,8 +160,28 @@ def test_hash_mode_leaves_no_email_name_or_free_text_and_hashes_people_stably(
         assert len(next(iter(a[person]))) == 64
 
 
+def test_pii_columns_keep_an_opaque_external_id_for_joins(
+    conn: SandboxServer, seeded: tuple[SandboxServer, list[dict[str, Any]]], tmp_path: Path
+) -> None:
+    from airflow_provider_docsign.export import DEFAULT_PII_COLUMNS
+
+    with pytest.raises(ValueError, match="cannot be chosen"):  # refused when the DAG is parsed
+        DocsignExportEnvelopesOperator(
+            task_id="x", destination=str(tmp_path), pii_columns=["recipients.role"]
+        )
+    run_export(tmp_path, pii_columns=sorted(DEFAULT_PII_COLUMNS - {"envelopes.external_id"}))
+    by_id = {s["id"]: s for s in seeded[1]}
+    rows = read_rows(tmp_path, "envelopes")
+    assert rows
+    for row in rows:
+        assert row["external_id"] == by_id[row["envelope_id"]]["externalId"]  # plain: chosen so
+        assert row["title"] != by_id[row["envelope_id"]]["title"]  # hashed: the default
+        assert len(row["title"]) == 64
+
+
 def test_drop_mode_nulls_personal_columns(conn: SandboxServer, tmp_path: Path) -> None:
     run_export(tmp_path, pii="drop")
+    assert {(r["title"], r["external_id"]) for r in read_rows(tmp_path, "envelopes")} == {(None, None)}
     recipients = read_rows(tmp_path, "recipients")
     assert {r["email"] for r in recipients} == {None}
     assert {r["name"] for r in recipients} == {None}

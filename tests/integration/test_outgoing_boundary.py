@@ -188,6 +188,18 @@ CASES: list[Case] = [
     Case("use_template", "formValues.name", "POST /envelope/use", lambda h, w, t: _use(h, w, form_values={"name": t}), allows=CONTENT),
     Case("use_template", "the name of file #0", "POST /envelope/use", lambda h, w, t: _use(h, w, files=[_named_pdf(w, t)])),
     Case("duplicate_envelope", "the path", "GET /envelope/", lambda h, w, t: h.duplicate_template(f"envelope_{t}")),
+    Case("duplicate_envelope", "envelopeId", "POST /envelope/duplicate", lambda h, w, t: h.duplicate_envelope(f"envelope_{t}")),
+    # the copy's title goes out in an update after the copy exists: checked before the copy is made
+    Case("duplicate_envelope", "data.title", "POST /envelope/update", lambda h, w, t: h.duplicate_envelope(w.draft_id, title=t)),
+    Case("duplicate_envelope", "data.externalId", "POST /envelope/update", lambda h, w, t: h.duplicate_envelope(w.draft_id, external_id=t)),
+    # -- attachments (labelled links)
+    Case("find_attachments", "?envelopeId", "GET /envelope/attachment", lambda h, w, t: h.find_attachments(f"envelope_{t}")),
+    Case("create_attachment", "data.label", "POST /envelope/attachment/create", lambda h, w, t: h.create_attachment(w.draft_id, label=t, url="https://x.test/terms")),
+    Case("create_attachment", "data.data", "POST /envelope/attachment/create", lambda h, w, t: h.create_attachment(w.draft_id, label="Terms", url=f"https://x.test/{t}")),
+    Case("create_attachment", "envelopeId", "POST /envelope/attachment/create", lambda h, w, t: h.create_attachment(f"envelope_{t}", label="Terms", url="https://x.test/terms")),
+    Case("update_attachment", "data.label", "POST /envelope/attachment/update", lambda h, w, t: h.update_attachment("attachment_1", label=t, url="https://x.test/terms")),
+    Case("update_attachment", "id", "POST /envelope/attachment/update", lambda h, w, t: h.update_attachment(f"attachment_{t}", label="Terms", url="https://x.test/terms")),
+    Case("delete_attachment", "id", "POST /envelope/attachment/delete", lambda h, w, t: h.delete_attachment(f"attachment_{t}")),
     # -- items: add (multipart), rename/reorder, delete, downloads
     Case("create_items", "envelopeId", "POST /envelope/item/create-many", lambda h, w, t: h.add_envelope_items(f"envelope_{t}", [w.pdf])),
     Case("create_items", "the name of file #0", "POST /envelope/item/create-many", lambda h, w, t: h.add_envelope_items(w.draft_id, [_named_pdf(w, t)])),

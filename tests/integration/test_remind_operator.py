@@ -166,3 +166,103 @@ def test_a_retried_task_does_not_email_again(
     assert second_try["reminded"] == first_try["reminded"]
     assert _redistributes(sandbox) == []  # the audit log showed the reminders already went out
     assert sandbox.reminders(envelope_id)["total"] == 2  # one per signer, from the first try only
+
+
+class _RunStarted:
+    """A DAG run as Airflow passes it in the context: only its start (Airflow's clock) is read."""
+
+    def __init__(self, seconds_ago: float) -> None:
+        self.start_date = datetime.now(timezone.utc) - timedelta(seconds=seconds_ago)
+
+
+def _run_ctx(try_number: int, run: _RunStarted) -> dict[str, Any]:
+    return {"ti": FakeTI(try_number), "dag_run": run}
+
+
+@pytest.mark.parametrize("skew", [-600, 600], ids=["service-clock-behind", "service-clock-ahead"])
+def test_a_retry_under_clock_skew_does_not_email_again(
+    sandbox: SandboxServer, docsign_conn: str, make_pdf: Callable[..., Path], skew: int
+) -> None:
+    """The service's clock is ten minutes off Airflow's: the retry still sees the first try's e-mails."""
+    hook = DocsignHook()
+    envelope_id = _pending(hook, make_pdf())
+    sandbox.set_clock_offset(skew)
+    run = _RunStarted(seconds_ago=30)
+    first_try = DocsignRemindRecipientsOperator(task_id="r", envelope_id=envelope_id).execute(
+        _run_ctx(1, run)
+    )
+    assert len(first_try["reminded"]) == 2
+    sandbox.clear_requests()
+
+    second_try = DocsignRemindRecipientsOperator(task_id="r", envelope_id=envelope_id).execute(
+        _run_ctx(2, run)
+    )
+
+    assert second_try["reminded"] == first_try["reminded"]
+    assert _redistributes(sandbox) == []
+    assert sandbox.reminders(envelope_id)["total"] == 2  # one per signer: nobody got it twice
+
+
+def test_a_retry_still_reminds_when_the_last_reminder_is_from_an_earlier_run(
+    sandbox: SandboxServer, docsign_conn: str, make_pdf: Callable[..., Path]
+) -> None:
+    """A reminder sent an hour before this run started (by the service's clock) is not this run's."""
+    hook = DocsignHook()
+    envelope_id = _pending(hook, make_pdf())
+    first, second = (r.id for r in hook.get_envelope(envelope_id).recipients)
+    sandbox.set_clock_offset(-3600)
+    hook.redistribute_envelope(envelope_id, [first, second])  # an earlier run, an hour ago
+    sandbox.set_clock_offset(-600)  # and the service's clock is ten minutes behind Airflow's
+    sandbox.clear_requests()
+
+    retried = DocsignRemindRecipientsOperator(task_id="r", envelope_id=envelope_id).execute(
+        _run_ctx(2, _RunStarted(seconds_ago=30))  # the first try failed before it sent anything
+    )
+
+    assert retried["reminded"] == [first, second]
+    assert [r["body"] for r in _redistributes(sandbox)] == [
+        {"envelopeId": envelope_id, "recipients": [first, second]}
+    ]
+    assert sandbox.reminders(envelope_id)["total"] == 4
+
+
+def test_a_lost_answer_after_the_emails_went_out_succeeds_when_links_never_expire(
+    sandbox: SandboxServer, docsign_conn: str, make_pdf: Callable[..., Path]
+) -> None:
+    """No renewal to read (links never expire): the audit log above the marker shows the e-mails."""
+    hook = DocsignHook()
+    envelope_id = hook.create_envelope(
+        title="Remind", files=[make_pdf()], recipients=numbered_signers(2), expiration_period=None
+    )
+    hook.distribute_envelope(envelope_id)
+    assert [r.expires_at for r in hook.get_envelope(envelope_id).recipients] == [None, None]
+    sandbox.set_clock_offset(-600)  # no clock is involved in this decision at all
+    sandbox.inject_fault(method="POST", path=REDISTRIBUTE, action="drop_after_commit", count=1)
+    sandbox.clear_requests()
+
+    result = DocsignRemindRecipientsOperator(task_id="r", envelope_id=envelope_id).execute(
+        _run_ctx(1, _RunStarted(seconds_ago=30))
+    )
+
+    assert len(result["reminded"]) == 2
+    assert result["renewed"] == []
+    assert len(_redistributes(sandbox)) == 1  # never sent twice
+    assert sandbox.reminders(envelope_id)["total"] == 2
+
+
+def test_a_lost_answer_with_no_email_sent_still_fails_without_repeating(
+    sandbox: SandboxServer, docsign_conn: str, make_pdf: Callable[..., Path]
+) -> None:
+    """The connection drops before the service acts: nothing renewed, no e-mail; not repeated."""
+    hook = DocsignHook()
+    envelope_id = hook.create_envelope(
+        title="Remind", files=[make_pdf()], recipients=numbered_signers(1), expiration_period=None
+    )
+    hook.distribute_envelope(envelope_id)
+    hook.redistribute_envelope(envelope_id, [hook.get_envelope(envelope_id).recipients[0].id])  # older
+    sandbox.inject_fault(method="POST", path=REDISTRIBUTE, action="drop_before", count=1)
+    sandbox.clear_requests()
+    with pytest.raises(AirflowFailException, match="no renewed link and no reminder e-mail"):
+        DocsignRemindRecipientsOperator(task_id="r", envelope_id=envelope_id).execute(ctx())
+    assert len(_redistributes(sandbox)) == 1
+    assert sandbox.reminders(envelope_id)["total"] == 1  # only the older one

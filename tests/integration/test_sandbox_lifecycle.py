@@ -201,3 +201,32 @@ def test_field_on_missing_page_never_completes(sandbox: SandboxServer, make_pdf:
     env = envelope(sandbox, env_id)
     assert env["status"] == "PENDING"
     assert env["recipients"][0]["signingStatus"] == "SIGNED"
+
+
+def test_a_skewed_clock_moves_every_timestamp_and_the_date_header(
+    sandbox: SandboxServer, docsign_conn: str, make_pdf: Callable[..., Path]
+) -> None:
+    """``POST /_sandbox/clock``: a service whose clock is an hour behind, consistently."""
+    from datetime import datetime, timedelta, timezone
+
+    from airflow_provider_docsign.hooks.docsign import DocsignHook
+
+    hook = DocsignHook()
+    env_id = create_id(sandbox, [make_pdf()], title="Skewed")
+    sandbox.set_clock_offset(-3600)
+    hook.distribute_envelope(env_id)
+    machine_now = datetime.now(timezone.utc)
+    service_now = hook.last_service_time  # the Date header of the answer
+    assert service_now is not None
+    assert timedelta(minutes=55) < machine_now - service_now < timedelta(minutes=65)
+    sent = next(e for e in hook.get_audit_log(env_id) if e["type"] == "DOCUMENT_SENT")
+    created = datetime.fromisoformat(sent["createdAt"].replace("Z", "+00:00"))
+    assert abs(created - service_now) < timedelta(minutes=1)
+    expires = hook.get_envelope(env_id).recipients[0].expires_at
+    assert expires is not None  # three months from the service's now, not the machine's
+    link_life = datetime.fromisoformat(expires.replace("Z", "+00:00")) - service_now
+    assert abs(link_life - timedelta(days=90)) < timedelta(minutes=1)
+    sandbox.set_clock_offset(0)
+    hook.get_envelope(env_id)
+    assert hook.last_service_time is not None
+    assert abs(datetime.now(timezone.utc) - hook.last_service_time) < timedelta(minutes=5)

@@ -154,10 +154,12 @@ def test_an_unreadable_pdf_is_reported_and_the_next_file_still_audited(tmp_path:
     )
     assert done.returncode == 2
     assert "Traceback" not in done.stdout + done.stderr
-    first, second = done.stdout.splitlines()
-    assert first.startswith(f"UNREADABLE  {deep}")
-    assert "nested too deeply" in first
-    assert second.startswith(f"PASS  {good}")
+    (passed,) = done.stdout.splitlines()  # the result: the file that could be audited
+    assert passed.startswith(f"PASS  {good}")
+    error, summary = done.stderr.splitlines()  # the file that could not: one error line
+    assert error.startswith(f"docsign verify: error: {deep}: ")
+    assert "nested too deeply" in error
+    assert summary == f"2 file(s) audited; 1 unreadable: {deep}"
 
 
 def test_json_on_a_sealed_pdf_with_an_added_annotation_is_only_json(tmp_path: Path) -> None:
@@ -195,9 +197,8 @@ def test_missing_file_is_one_line_and_leaves_home_empty(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 2
-    assert (done.stdout + done.stderr).strip().splitlines() == [
-        "UNREADABLE  missing.pdf  the file does not exist"
-    ]
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == ["docsign verify: error: missing.pdf: the file does not exist"]
     assert list(home.iterdir()) == []
 
 

@@ -58,6 +58,7 @@ def test_templated_fields() -> None:
         "envelope_id",
         "destination",
         "destination_conn_id",
+        "tsa_conn_id",
     }
 
 

@@ -10,11 +10,13 @@ import pytest
 from airflow_provider_docsign.exceptions import DocsignRecipientExpiredError, DocsignValidationError
 from airflow_provider_docsign.expiry import (
     DEFAULT,
+    awaits_signature,
     expiration_period_meta,
     expired_recipients,
     mask_email,
     merge_meta,
     period_to_timedelta,
+    reminded_recipients,
     reminder_settings_meta,
 )
 from airflow_provider_docsign.models import Envelope, Recipient
@@ -122,6 +124,85 @@ def test_expired_recipients_rule() -> None:
         _recipient(5, expires=None),
     ]
     assert [r.id for r in expired_recipients(recipients, NOW)] == [1]
+
+
+@pytest.mark.parametrize(
+    ("role", "status", "awaits"),
+    [
+        ("SIGNER", "NOT_SIGNED", True),
+        ("APPROVER", "NOT_SIGNED", True),
+        ("VIEWER", "NOT_SIGNED", True),
+        ("signer", "not_signed", True),  # case does not matter
+        ("CC", "NOT_SIGNED", False),
+        ("SIGNER", "SIGNED", False),
+        ("SIGNER", "REJECTED", False),
+        ("SIGNER", None, False),
+        (None, "NOT_SIGNED", True),
+    ],
+)
+def test_one_awaits_a_signature_rule_for_models_and_raw_json(role: Any, status: Any, awaits: bool) -> None:
+    assert awaits_signature(Recipient(id=1, email="a@b.test", role=role, signing_status=status)) is awaits
+    assert awaits_signature({"id": 1, "role": role, "signingStatus": status}) is awaits
+
+
+def test_the_three_callers_use_the_one_rule() -> None:
+    """expired_recipients, the reminders operator's targets and the webhook events share the predicate."""
+    import inspect
+
+    from airflow_provider_docsign import webhook_events
+    from airflow_provider_docsign.operators import reminders
+
+    for module in (webhook_events, reminders):  # no second copy of the rule's status test
+        assert "awaits_signature(" in inspect.getsource(module)
+        assert '"NOT_SIGNED"' not in inspect.getsource(module), module.__name__
+    # The webhook's expired recipient: the unsigned, non-CC one notified last.
+    recipients = [
+        {
+            "id": 1,
+            "role": "SIGNER",
+            "signingStatus": "NOT_SIGNED",
+            "expirationNotifiedAt": "2026-11-23T10:00:00Z",
+        },
+        {
+            "id": 2,
+            "role": "CC",
+            "signingStatus": "NOT_SIGNED",
+            "expirationNotifiedAt": "2026-11-23T12:00:00Z",
+        },
+        {
+            "id": 3,
+            "role": "SIGNER",
+            "signingStatus": "SIGNED",
+            "expirationNotifiedAt": "2026-11-23T13:00:00Z",
+        },
+    ]
+    assert webhook_events._expired_recipient(recipients) == 1
+
+
+def _reminder(entry_id: str, rid: int, created: str, *, resending: bool = True) -> dict[str, Any]:
+    data = {"recipientId": rid, "isResending": resending, "emailType": "REMINDER"}
+    return {"id": entry_id, "type": "EMAIL_SENT", "createdAt": created, "data": data}
+
+
+def test_reminded_recipients_stops_at_the_marker_or_the_services_moment() -> None:
+    log = [  # newest first, as the service lists it
+        _reminder("e5", 1, "2026-11-23T12:00:05.000Z"),
+        {"id": "e4", "type": "DOCUMENT_OPENED", "createdAt": "2026-11-23T12:00:04.000Z", "data": {}},
+        _reminder("e3", 2, "2026-11-23T12:00:03.000Z", resending=False),  # the first send, not a reminder
+        {"id": "e2", "type": "EMAIL_SENT", "createdAt": "2026-11-23T12:00:02.000Z", "data": "garbled"},
+        _reminder("e1", 2, "2026-11-23T11:00:00.000Z"),  # an hour earlier
+    ]
+    assert reminded_recipients(log, {1, 2}) == {1, 2}
+    assert reminded_recipients(log, {1}) == {1}
+    assert reminded_recipients(log, {1, 2}, stop_at="e4") == {1}
+    assert reminded_recipients(log, {1, 2}, stop_at="e5") == set()
+    since = datetime(2026, 11, 23, 11, 30, tzinfo=timezone.utc)  # a moment on the service's clock
+    assert reminded_recipients(log, {1, 2}, since=since) == {1}
+    assert reminded_recipients(log, {1, 2}, limit=4) == {1}
+    assert (
+        reminded_recipients([{"type": "EMAIL_SENT", "data": {"isResending": True, "recipientId": True}}], {1})
+        == set()
+    )
 
 
 def test_mask_email() -> None:

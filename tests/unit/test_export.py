@@ -10,12 +10,14 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from airflow_provider_docsign.export import (
+    DEFAULT_PII_COLUMNS,
     TABLES,
     ExportConfigError,
     PiiPolicy,
     Window,
     envelope_rows,
     jsonl_line,
+    pii_columns,
     select,
 )
 from airflow_provider_docsign.models import Envelope, EnvelopeSummary
@@ -103,6 +105,60 @@ def test_rows_follow_the_schema_and_never_carry_tokens() -> None:
     assert rows["envelopes"][0]["completed_at"] is None
     assert rows["envelopes"][0]["template_id"] == 7
     assert rows["field_values"][0]["value"] == "Acme"
+
+
+def _nda() -> Envelope:
+    return Envelope.from_json(
+        {
+            "id": "envelope_nda",
+            "status": "PENDING",
+            "title": "NDA Jane Doe",
+            "externalId": "crm-jane.doe@example.test",
+            "createdAt": "2026-11-02T00:00:00Z",
+            "recipients": [{"id": 1, "email": "jane@example.test", "name": "Jane Doe"}],
+            "fields": [
+                {
+                    "id": 3,
+                    "type": "TEXT",
+                    "inserted": True,
+                    "customText": "Doe Ltd",
+                    "fieldMeta": {"label": "Jane's company"},
+                }
+            ],
+        }
+    )
+
+
+def test_hash_mode_hashes_titles_and_external_ids_by_default() -> None:
+    """'NDA Jane Doe' is a title, and a name: a hashed export must not carry it in plain text."""
+    policy = PiiPolicy("hash", b"key")
+    rows = envelope_rows(_nda(), policy)
+    envelope = rows["envelopes"][0]
+    assert envelope["title"] == policy.apply("NDA Jane Doe")
+    assert envelope["external_id"] == policy.apply("crm-jane.doe@example.test")
+    assert len(envelope["title"]) == len(envelope["external_id"]) == 64
+    text = "".join(jsonl_line(r, t).decode() for t, table_rows in rows.items() for r in table_rows)
+    for plain in ("Jane Doe", "jane.doe", "jane@example.test", "Doe Ltd"):
+        assert plain not in text
+    assert "Jane's company" in text  # the sender's label is kept unless pii_columns names it
+    dropped = envelope_rows(_nda(), PiiPolicy("drop"))["envelopes"][0]
+    assert (dropped["title"], dropped["external_id"]) == (None, None)
+    assert {"envelopes.title", "envelopes.external_id"} <= DEFAULT_PII_COLUMNS
+    assert {c.name for c in TABLES["envelopes"] if c.pii} == {"title", "external_id", "rejection_reason"}
+
+
+def test_pii_columns_choose_the_columns_the_mode_applies_to() -> None:
+    opaque_keys = pii_columns(DEFAULT_PII_COLUMNS - {"envelopes.external_id"} | {"field_values.label"})
+    policy = PiiPolicy("hash", b"key", opaque_keys)
+    rows = envelope_rows(_nda(), policy)
+    assert rows["envelopes"][0]["external_id"] == "crm-jane.doe@example.test"  # the team joins on it
+    assert rows["envelopes"][0]["title"] == policy.apply("NDA Jane Doe")
+    assert rows["field_values"][0]["label"] == policy.apply("Jane's company")
+    with pytest.raises(ExportConfigError, match=r"'envelopes\.status' cannot be chosen"):
+        pii_columns(["envelopes.status"])
+    with pytest.raises(ExportConfigError, match=r"a list of 'table\.column' names"):
+        pii_columns("envelopes.title")
+    assert pii_columns(None) == DEFAULT_PII_COLUMNS
 
 
 def test_parquet_is_refused_at_parse_time_without_pyarrow_naming_the_extra() -> None:

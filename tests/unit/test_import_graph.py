@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "airflow_provider_docsign"
 #: The Airflow-facing layers. Everything else (the hook, the pure modules, the sandbox) sits below them.
-UPPER_LAYERS = ("operators", "sensors", "triggers")
+UPPER_LAYERS = ("operators", "sensors", "triggers", "notifications")
 
 
 def modules(root: Path, package: str = PACKAGE) -> dict[str, Path]:

@@ -24,9 +24,18 @@ MINE = {
     "DocsignUpdateEnvelopeItemsOperator": "items",
     "DocsignDeleteEnvelopeItemOperator": "items",
     "DocsignAddRecipientsOperator": "recipients",
-    "DocsignAddFieldsOperator": "recipients",
+    "DocsignAddFieldsOperator": "fields",
     "DocsignRejectRecipientOperator": "recipients",
     "DocsignCreateFolderOperator": "folders",
+    "DocsignUpdateRecipientsOperator": "recipients",
+    "DocsignDeleteRecipientOperator": "recipients",
+    "DocsignUpdateFieldsOperator": "fields",
+    "DocsignDeleteFieldOperator": "fields",
+    "DocsignAddAttachmentsOperator": "attachments",
+    "DocsignUpdateAttachmentOperator": "attachments",
+    "DocsignDeleteAttachmentOperator": "attachments",
+    "DocsignDuplicateEnvelopeOperator": "templates",
+    "DocsignDeleteEnvelopesOperator": "retention",
 }
 
 KWARGS: dict[str, dict[str, Any]] = {
@@ -43,6 +52,22 @@ KWARGS: dict[str, dict[str, Any]] = {
     "DocsignAddFieldsOperator": {"envelope_id": "envelope_abc", "fields": []},
     "DocsignRejectRecipientOperator": {"recipient_id": 1, "envelope_id": "envelope_abc", "reason": "r"},
     "DocsignCreateFolderOperator": {"name": "Contracts"},
+    "DocsignUpdateRecipientsOperator": {"envelope_id": "envelope_abc", "recipients": [{"id": 1}]},
+    "DocsignDeleteRecipientOperator": {"envelope_id": "envelope_abc", "recipient_id": 1},
+    "DocsignUpdateFieldsOperator": {"envelope_id": "envelope_abc", "fields": [{"id": 1, "width": 5}]},
+    "DocsignDeleteFieldOperator": {"envelope_id": "envelope_abc", "field_id": 1},
+    "DocsignAddAttachmentsOperator": {
+        "envelope_id": "envelope_abc",
+        "attachments": [{"label": "Terms", "url": "https://example.com/terms"}],
+    },
+    "DocsignUpdateAttachmentOperator": {
+        "envelope_id": "envelope_abc",
+        "match_label": "Terms",
+        "new_url": "x",
+    },
+    "DocsignDeleteAttachmentOperator": {"envelope_id": "envelope_abc", "match_label": "Terms"},
+    "DocsignDuplicateEnvelopeOperator": {"envelope_id": "envelope_abc", "external_id": "resend-1"},
+    "DocsignDeleteEnvelopesOperator": {"status": "DRAFT", "older_than_days": 30, "dry_run": True},
 }
 
 
@@ -141,6 +166,15 @@ DAG_FILE = textwrap.dedent(
         DocsignDistributeEnvelopeOperator,
         DocsignRejectRecipientOperator,
         DocsignUpdateEnvelopeItemsOperator,
+        DocsignAddAttachmentsOperator,
+        DocsignDeleteAttachmentOperator,
+        DocsignDeleteEnvelopesOperator,
+        DocsignDeleteFieldOperator,
+        DocsignDeleteRecipientOperator,
+        DocsignDuplicateEnvelopeOperator,
+        DocsignUpdateAttachmentOperator,
+        DocsignUpdateFieldsOperator,
+        DocsignUpdateRecipientsOperator,
     )
 
     with DAG("docsign_every_operator", schedule=None, start_date=datetime(2024, 1, 1)):
@@ -175,6 +209,28 @@ DAG_FILE = textwrap.dedent(
         rej = DocsignRejectRecipientOperator(task_id="reject", envelope_id=env, recipient_id=1, reason="no")
         can = DocsignCancelEnvelopeOperator(task_id="cancel", envelope_id=env, reason="stop")
         add >> upd >> rec >> fld >> dele >> dist >> rej >> can
+        att = DocsignAddAttachmentsOperator(
+            task_id="attach", envelope_id=env, attachments=[{"label": "T&C", "url": "https://x.test/t"}]
+        )
+        att_u = DocsignUpdateAttachmentOperator(
+            task_id="attach_update", envelope_id=env, match_label="T&C", new_url="https://x.test/t2"
+        )
+        att_d = DocsignDeleteAttachmentOperator(task_id="attach_delete", envelope_id=env, match_label="T&C")
+        rec_u = DocsignUpdateRecipientsOperator(
+            task_id="recipients_update", envelope_id=env, recipients=[{"id": 1, "email": "c@example.com"}]
+        )
+        rec_d = DocsignDeleteRecipientOperator(task_id="recipient_delete", envelope_id=env, recipient_id=1)
+        fld_u = DocsignUpdateFieldsOperator(
+            task_id="fields_update", envelope_id=env, fields=[{"id": 1, "positionX": 20}]
+        )
+        fld_d = DocsignDeleteFieldOperator(task_id="field_delete", envelope_id=env, field_id=1)
+        dup = DocsignDuplicateEnvelopeOperator(
+            task_id="duplicate", envelope_id=env, title="Again", external_id="again-{{ run_id }}"
+        )
+        clean = DocsignDeleteEnvelopesOperator(
+            task_id="cleanup", status="DRAFT", older_than_days=30, dry_run=True
+        )
+        att >> att_u >> att_d >> rec_u >> rec_d >> fld_u >> fld_d >> dup >> clean
     """
 )
 
@@ -238,7 +294,7 @@ def test_dagbag_parse_makes_no_connection_lookup_or_network_call(
         bag = DagBag(dag_folder=str(tmp_path), include_examples=False)
     assert bag.import_errors == {}
     dag = bag.dags["docsign_every_operator"]
-    assert len(dag.tasks) == 10
+    assert len(dag.tasks) == len(MINE)
     assert {type(t).__name__ for t in dag.tasks} == set(MINE)
     assert lookups == []
     assert connects == []

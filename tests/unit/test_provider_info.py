@@ -151,3 +151,18 @@ def test_operators_package_exports_every_operator_lazily() -> None:
         cls = getattr(operators, name)
         assert cls.__name__ == name
         assert cls.__doc__, f"{name} has no docstring"
+
+
+def test_the_notifier_is_registered_and_is_an_airflow_notifier() -> None:
+    from airflow_provider_docsign._compat import BaseNotifier
+
+    assert get_provider_info()["notifications"] == [
+        "airflow_provider_docsign.notifications.docsign.DocsignNotifier"
+    ]
+    notifier = _import_dotted(get_provider_info()["notifications"][0])
+    assert isinstance(notifier, type)
+    assert issubclass(notifier, BaseNotifier)
+    # A deadline alert's AsyncCallback awaits it with a context keyword; construction needs no network.
+    made = notifier(envelope_id="envelope_abc", context={"dag_run": None})
+    assert made.envelope_id == "envelope_abc"
+    assert "envelope_id" in notifier.template_fields

@@ -137,6 +137,43 @@ def test_byte_flip_in_signed_range_is_not_intact(signed_here: tuple[Path, bytes]
     assert "digest over /ByteRange does not match" in report.problems[0]
 
 
+def test_the_large_read_digest_is_pyhankos_digest_and_catches_a_flip_in_every_chunk(tmp_path: Path) -> None:
+    """The /ByteRange is hashed in 1 MiB reads (issue 28): the same digest, every byte still covered."""
+    from pyhanko.pdf_utils.reader import PdfFileReader
+    from pyhanko.sign.general import byte_range_digest
+
+    from airflow_provider_docsign.samples import write_sample_pdf
+    from airflow_provider_docsign.signatures import _digest_byte_range
+
+    key, cert, _ = _key_and_cert(tmp_path, "Big Signer")
+    source = write_sample_pdf(tmp_path / "big.pdf", title="big", pages=1, padding_bytes=3 * 1024 * 1024 + 123)
+    signed = tmp_path / "signed-big.pdf"
+    _sign(Path(source), signed, key, cert)
+    with open(signed, "rb") as fh:
+        (sig,) = PdfFileReader(fh, strict=False).embedded_signatures
+        _digest_byte_range(sig)
+        ours = sig.external_digests["sha256"]
+        fh.seek(0)
+        _, theirs = byte_range_digest(fh, byte_range=sig.byte_range, md_algorithm="sha256")  # 4 KiB reads
+    assert ours == theirs
+    assert verify_pdf_signatures(signed).passed
+    data = signed.read_bytes()
+    start, length, second, tail = (int(v) for v in sig.byte_range)
+    assert (start, second + tail) == (0, len(data))  # the range covers the file but the signature
+    # A flipped byte in each MiB of the signed bytes, the last partial chunk and the tail included.
+    for offset in [*range(100, length, 1024 * 1024), length - 1, second, len(data) - 2]:
+        flipped = bytearray(data)
+        flipped[offset] ^= 0x01
+        target = tmp_path / "flipped.pdf"
+        target.write_bytes(bytes(flipped))
+        try:
+            report = verify_pdf_signatures(target)
+        except UnreadablePdfError:
+            continue  # the flip broke the PDF's structure itself: not a pass either
+        assert not report.passed, offset
+        assert report.signatures[0].intact is False, offset
+
+
 def test_real_documenso_seal_is_intact_valid_and_whole_file() -> None:
     report = verify_pdf_signatures(SEALED / "29_sealed_signed.pdf")
     assert report.passed, report.problems

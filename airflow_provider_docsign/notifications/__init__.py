@@ -1,0 +1,7 @@
+"""Notifiers of the Docsign provider (Airflow ``BaseNotifier``): turn a callback into a signing request."""
+
+from __future__ import annotations
+
+from airflow_provider_docsign.notifications.docsign import DocsignNotifier
+
+__all__ = ["DocsignNotifier"]

@@ -1,0 +1,247 @@
+"""The clean-up operator: delete envelopes by id or by a query, safely, idempotently, logged by id."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_docsign._compat import AirflowFailException
+from airflow_provider_docsign.archive import DEFAULT_FILENAME_TEMPLATE, DEFAULT_MANIFEST_NAME
+from airflow_provider_docsign.archive_store import Store
+from airflow_provider_docsign.archiver import EnvelopeArchiver
+from airflow_provider_docsign.exceptions import DocsignNotFoundError, DocsignValidationError
+from airflow_provider_docsign.models import EnvelopeStatus
+from airflow_provider_docsign.operators._base import (
+    PERMANENT_ERRORS,
+    DocsignBaseOperator,
+    fail_now,
+    status_value,
+)
+from airflow_provider_docsign.retention import archive_problems, cutoff, older_than
+
+if TYPE_CHECKING:
+    from airflow_provider_docsign._compat import Context
+    from airflow_provider_docsign.models import EnvelopeSummary
+
+__all__ = ["DocsignDeleteEnvelopesOperator"]
+
+_STATUSES = {s.value for s in EnvelopeStatus}
+
+
+class DocsignDeleteEnvelopesOperator(DocsignBaseOperator):
+    """Delete envelopes: a retention or GDPR clean-up, by ids or by a query, safe to retry.
+
+    **What is deleted.** Either the envelopes ``envelope_ids`` names, or the documents (not templates)
+    a query finds: ``status``, ``folder_id`` and ``older_than_days`` (by ``createdAt``), at least one of
+    ``status`` and ``older_than_days``. The query lists the envelopes oldest first and stops at the
+    first one that is too new (the service has no date filter). Note (real service): without
+    ``folder_id`` only the root is listed, never the folders' envelopes.
+
+    **How the service deletes.** DRAFT and PENDING envelopes (and templates) are removed for good; a
+    PENDING one's recipients are told it was deleted. COMPLETED, REJECTED and CANCELLED envelopes are
+    only hidden (``deletedAt`` is set; ``GET /envelope/{id}`` still shows them).
+
+    **Safety.** A COMPLETED envelope is deleted only when its archive is intact at
+    ``archive_destination``: the manifest the archive operator writes for it (same
+    ``archive_filename_template`` and ``archive_manifest_name``) must exist, be this envelope's, and pass
+    the auditor's check (every listed file present with its SHA-256). Otherwise the task fails before
+    deleting anything, naming each envelope and why, unless ``allow_unarchived`` is on. More than
+    ``max_envelopes`` selected also fails before deleting anything.
+
+    **Idempotent.** An envelope that is already gone (a 404 on the delete, or no longer listed or
+    readable) counts as deleted, so a retry after a partial run finishes the job. Every deletion is
+    logged with the envelope's id.
+
+    ``dry_run=True`` deletes nothing and returns what would be deleted.
+
+    Returns ``{"dry_run", "selected": [{"id", "title", "status", "created_at"}], "refused": [reasons]
+    (a dry run lists them instead of failing), "deleted": [ids], "already_deleted": [ids]}``.
+
+    :param envelope_ids: Envelope ids to delete (templated; a list, or one id).
+    :param status: Query: only envelopes with this status (templated).
+    :param folder_id: Query: only envelopes in this folder; ``None`` is the root (templated).
+    :param older_than_days: Query: only envelopes created more than this many days ago (templated).
+    :param dry_run: List what would be deleted; delete nothing.
+    :param archive_destination: Where the archive operator archived the COMPLETED envelopes (a
+        directory, a URI or an ``ObjectStoragePath``; templated).
+    :param archive_conn_id: The connection for an object-store ``archive_destination`` (templated).
+    :param archive_filename_template: The archive operator's ``filename_template``.
+    :param archive_manifest_name: The archive operator's ``manifest_name``.
+    :param allow_unarchived: Delete COMPLETED envelopes without checking their archive.
+    :param max_envelopes: Refuse to delete more than this many in one run.
+    :param docsign_conn_id: The Airflow connection of type ``docsign``.
+    """
+
+    template_fields: Sequence[str] = (
+        "envelope_ids",
+        "status",
+        "folder_id",
+        "older_than_days",
+        "archive_destination",
+        "archive_conn_id",
+    )
+    ui_color = "#ffd6d6"
+
+    def __init__(
+        self,
+        *,
+        envelope_ids: Sequence[str] | str | None = None,
+        status: str | None = None,
+        folder_id: str | None = None,
+        older_than_days: float | str | None = None,
+        dry_run: bool = False,
+        archive_destination: Any = None,
+        archive_conn_id: str | None = None,
+        archive_filename_template: str = DEFAULT_FILENAME_TEMPLATE,
+        archive_manifest_name: str | None = DEFAULT_MANIFEST_NAME,
+        allow_unarchived: bool = False,
+        max_envelopes: int = 1000,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if envelope_ids is not None and (status is not None or older_than_days is not None or folder_id):
+            raise ValueError("give envelope_ids, or a query (status, folder_id, older_than_days), not both")
+        if envelope_ids is None and status is None and older_than_days is None:
+            raise ValueError("give envelope_ids, or a query with status and/or older_than_days")
+        if not isinstance(max_envelopes, int) or isinstance(max_envelopes, bool) or max_envelopes < 1:
+            raise ValueError(f"max_envelopes must be a positive integer, not {max_envelopes!r}")
+        self.envelope_ids = envelope_ids
+        self.status = status
+        self.folder_id = folder_id
+        self.older_than_days = older_than_days
+        # Not ``self.dry_run``: that is BaseOperator.dry_run(), which renders the templates only.
+        self.list_only = dry_run
+        self.archive_destination = archive_destination
+        self.archive_conn_id = archive_conn_id
+        self.archive_filename_template = archive_filename_template
+        self.archive_manifest_name = archive_manifest_name
+        self.allow_unarchived = allow_unarchived
+        self.max_envelopes = max_envelopes
+
+    # -- selection ----------------------------------------------------------------------------------
+
+    def _ids(self) -> list[str]:
+        ids = self.envelope_ids
+        if isinstance(ids, str):
+            ids = [ids]
+        if not isinstance(ids, list | tuple) or not all(isinstance(i, str) and i.strip() for i in ids):
+            raise fail_now(
+                DocsignValidationError(["envelope_ids must be a list of envelope ids"], "envelope_ids")
+            )
+        return list(dict.fromkeys(i.strip() for i in ids))
+
+    def _query(self) -> list[EnvelopeSummary]:
+        status = str(self.status) if self.status else None
+        if status is not None and status not in _STATUSES:
+            raise fail_now(DocsignValidationError([f"status must be one of {sorted(_STATUSES)}"], "status"))
+        days = self.older_than_days
+        try:
+            before = cutoff(datetime.now(timezone.utc), None if days in (None, "") else float(days))  # type: ignore[arg-type]
+        except (TypeError, ValueError) as err:
+            raise fail_now(DocsignValidationError([f"older_than_days: {err}"], "older_than_days")) from err
+        listing = self.hook.find_envelopes(
+            status=status,
+            folder_id=str(self.folder_id) if self.folder_id else None,
+            envelope_type="DOCUMENT",
+            order_by=("createdAt", "asc"),
+        )
+        selected: list[EnvelopeSummary] = []
+        for envelope in older_than(listing, before):
+            selected.append(envelope)
+            if len(selected) > self.max_envelopes:
+                break
+        return selected
+
+    def _select(self) -> tuple[list[EnvelopeSummary], list[str]]:
+        """The envelopes to delete, and the ids (ids mode) that are already gone."""
+        if self.envelope_ids is None:
+            return self._query(), []
+        ids = self._ids()
+        found = {e.id: e for e in self.hook.get_envelopes(ids)}
+        gone = [i for i in ids if i not in found or found[i].deleted_at is not None]
+        return [found[i] for i in ids if i not in gone], gone
+
+    def _unarchived(self, selected: list[EnvelopeSummary]) -> list[str]:
+        """``"<id>: why"`` for every COMPLETED envelope whose archive does not check out."""
+        completed = [e for e in selected if status_value(e.status) == "COMPLETED"]
+        if not completed or self.allow_unarchived:
+            return []
+        if self.archive_destination in (None, ""):
+            return [f"{e.id}: COMPLETED, and no archive_destination was given to check" for e in completed]
+        store = Store(self.archive_destination, self.archive_conn_id)
+        archiver = EnvelopeArchiver(
+            hook=self.hook,
+            filename_template=self.archive_filename_template,
+            manifest_name=self.archive_manifest_name,
+        )
+        out: list[str] = []
+        for summary in completed:
+            envelope = self.hook.get_envelope(summary.id)
+            _, manifest = archiver.plan(envelope)
+            problems = archive_problems(envelope.id, store, manifest, conn_id=self.archive_conn_id)
+            out.extend(f"{envelope.id}: {p}" for p in problems)
+        return out
+
+    # -- execution ----------------------------------------------------------------------------------
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        """Select, check, then delete (or list, in a dry run)."""
+        try:
+            selected, gone = self._select()
+        except PERMANENT_ERRORS as err:
+            raise fail_now(err) from err
+        if len(selected) > self.max_envelopes:
+            raise AirflowFailException(
+                f"more than max_envelopes={self.max_envelopes} envelopes selected; nothing was deleted "
+                "(narrow the query or raise max_envelopes)"
+            )
+        rows = [
+            {"id": e.id, "title": e.title, "status": status_value(e.status), "created_at": e.created_at}
+            for e in selected
+        ]
+        for row in rows:
+            self.log.info(
+                "%s envelope %s (%s, created %s)",
+                "Would delete" if self.list_only else "Selected",
+                row["id"],
+                row["status"],
+                row["created_at"],
+            )
+        refused = self._unarchived(selected)
+        if refused:
+            message = (
+                "refusing to delete COMPLETED envelopes without an intact archive (nothing was deleted):\n"
+            )
+            message += "\n".join(f"  - {r}" for r in refused)
+            if self.list_only:
+                self.log.warning("%s", message)
+            else:
+                raise AirflowFailException(message)
+        result: dict[str, Any] = {
+            "dry_run": self.list_only,
+            "selected": rows,
+            "refused": refused,
+            "deleted": [],
+            "already_deleted": gone,
+        }
+        for envelope_id in gone:
+            self.log.info("Envelope %s is already deleted", envelope_id)
+        if self.list_only:
+            self.log.info("Dry run: %d envelope(s) would be deleted", len(rows))
+            return result
+        for row in rows:
+            try:
+                self.hook.delete_envelope(str(row["id"]))
+            except DocsignNotFoundError:
+                self.log.info("Envelope %s is already deleted (404)", row["id"])
+                result["already_deleted"].append(row["id"])
+                continue
+            except PERMANENT_ERRORS as err:
+                raise fail_now(err) from err
+            self.log.info("Deleted envelope %s (%s)", row["id"], row["status"])
+            result["deleted"].append(row["id"])
+        self.log.info(
+            "Deleted %d envelope(s); %d already gone", len(result["deleted"]), len(result["already_deleted"])
+        )
+        return result
