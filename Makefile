@@ -2,6 +2,10 @@
 # on a fresh machine with Python 3.10-3.12, make and git (uv is installed into each venv with pip).
 SHELL := /bin/bash
 .ONESHELL:
+# Every recipe runs as one bash script that stops at its first failing command (a pipeline fails if
+# any part does): without -e a recipe's status would be its last line's, so `make lint` would pass
+# with a ruff error and a failed install would still mark its venv done.
+.SHELLFLAGS := -e -o pipefail -c
 .DEFAULT_GOAL := help
 
 PYTHON ?= python3
@@ -10,6 +14,9 @@ AIRFLOW2_VERSION ?= 2.11.2
 VENV ?= .venv
 VENV2 ?= .venv-af2
 DEMO_VENV ?= .demo/venv
+# `make dist` needs only the build tool: uv in a venv of its own (a few MB), not the development venv.
+BUILD_VENV ?= .build-venv
+DIST_DIR ?= dist
 # User-facing extras; the development tools are the PEP 735 dependency groups of pyproject.toml.
 EXTRAS := sandbox,preview
 GROUPS := --group dev
@@ -17,7 +24,8 @@ GROUPS := --group dev
 GROUPS3 := $(GROUPS) --group stack
 UV_INSTALL = bin/uv pip install --compile-bytecode
 
-# Each venv is (re)installed only when pyproject.toml or this Makefile changes.
+# Each venv is (re)installed only when pyproject.toml or this Makefile changes. Its marker is touched
+# last, so a failed install leaves none and the next `make` tries again.
 $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check uv
@@ -55,7 +63,7 @@ help:
 	@echo "make install-airflow2  the same on Airflow $(AIRFLOW2_VERSION) in .venv-af2"
 	@echo "make lint           ruff check and ruff format --check"
 	@echo "make typecheck      mypy (strict on the package)"
-	@echo "make dist           build the sdist and the wheel into dist/"
+	@echo "make dist           build the sdist and the wheel into dist/ (with uv alone, in $(BUILD_VENV))"
 	@echo "make bench          run the benchmarks in bench/ (results in bench/results/)"
 	@echo "make system-test    run the system tests against a real Documenso (needs DOCSIGN_SYSTEM_URL and"
 	@echo "                    DOCSIGN_SYSTEM_API_KEY)"
@@ -94,10 +102,16 @@ test-core: lint typecheck
 test-airflow2: install-airflow2
 	bash .ci/pytest.sh $(VENV2) -m "not distributed"
 
-dist: install
-	rm -rf dist
-	$(VENV)/bin/uv build --quiet --out-dir dist
-	ls -1 dist
+$(BUILD_VENV)/.installed: Makefile
+	test -x $(BUILD_VENV)/bin/python || $(PYTHON) -m venv $(BUILD_VENV)
+	$(BUILD_VENV)/bin/python -m pip install --quiet --disable-pip-version-check uv
+	touch $@
+
+# The sdist and the wheel, built by uv (in an isolated build environment with hatchling).
+dist: $(BUILD_VENV)/.installed
+	rm -rf $(DIST_DIR)
+	$(BUILD_VENV)/bin/uv build --quiet --out-dir $(DIST_DIR)
+	ls -1 $(DIST_DIR)
 
 # Opt-in: the `system` group against a real Documenso instance. Everything it creates is deleted at the end.
 system-test:

@@ -9,6 +9,17 @@ __version__ = "0.2.0"
 __all__ = ["__version__", "get_provider_info"]
 
 
+#: The connection form's Port field: required by the Test button of Airflow 3.3.0-3.3.2 only.
+PORT_LABEL = "Port (required for Test on Airflow 3.3.0-3.3.2)"
+PORT_PLACEHOLDER = "443 for https, 80 for http, or the port in the URL"
+
+_DOCSIGN_URIS = {
+    "schemes": ["docsign"],
+    "handler": "airflow_provider_docsign.assets.normalize_uri",
+    "to_openlineage_converter": "airflow_provider_docsign.assets.to_openlineage",
+}
+
+
 def get_provider_info() -> dict[str, Any]:
     """Return the provider metadata Airflow reads through the ``apache_airflow_provider`` entry point.
 
@@ -74,6 +85,10 @@ def get_provider_info() -> dict[str, Any]:
         ],
         "extra-links": ["airflow_provider_docsign.links.DocsignEnvelopeLink"],
         "notifications": ["airflow_provider_docsign.notifications.docsign.DocsignNotifier"],
+        # One URI scheme for envelopes, templates and webhook events (airflow_provider_docsign.assets):
+        # `asset-uris` is read by Airflow 3, `dataset-uris` by 2.11 (each ignores the other's key).
+        "asset-uris": [_DOCSIGN_URIS],
+        "dataset-uris": [_DOCSIGN_URIS],
         "connection-types": [
             {
                 "connection-type": "docsign",
@@ -81,15 +96,22 @@ def get_provider_info() -> dict[str, Any]:
                 "hook-name": "Docsign (Documenso)",
                 # The port is shown, not hidden: Airflow 3.3.0-3.3.2's Test button sends
                 # `"port": 0` for a connection stored without one and its API answers 400 "The host or
-                # port to test differs" before the hook runs (apache/airflow#73298). A provider
-                # cannot give a standard field a default value, only a label and a placeholder; with
-                # the port filled in, the button sends the stored port and the test runs.
+                # port to test differs" before the hook runs (apache/airflow#73298), so no message of
+                # the provider can replace that "Bad Request". A provider cannot give a standard field
+                # a default value or a description, only a label and a placeholder: the label says when
+                # the port is needed, the placeholder what to put there. With the port filled in, the
+                # button sends the stored port and the test runs. Everywhere else the port may stay
+                # empty: the base URL's scheme or its own port decides.
                 "ui-field-behaviour": {
                     "hidden-fields": ["schema", "login"],
-                    "relabeling": {"host": "Base URL", "password": "API key", "port": "Port (443 for https)"},
+                    "relabeling": {
+                        "host": "Base URL",
+                        "password": "API key",
+                        "port": PORT_LABEL,
+                    },
                     "placeholders": {
                         "host": "https://app.documenso.com/api/v2",
-                        "port": "443",
+                        "port": PORT_PLACEHOLDER,
                         "password": "api_xxxxxxxxxxxxxxxx",
                         "extra": '{"timeout": 30, "verify": true, "web_url": "https://app.documenso.com"}',
                     },

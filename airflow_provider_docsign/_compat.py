@@ -91,6 +91,7 @@ __all__ = [
     "TriggerEvent",
     "XCom",
     "aget_connection",
+    "amask_secret",
     "conf",
     "get_connection",
     "mask_secret",
@@ -98,8 +99,37 @@ __all__ = [
 
 
 def get_connection(conn_id: str) -> Any:
-    """Look up an Airflow connection by id (Task SDK on 3.x, metadata DB/secrets on 2.11)."""
-    return BaseHook.get_connection(conn_id)
+    """Look up an Airflow connection by id (Task SDK on 3.x, metadata DB/secrets on 2.11).
+
+    On Airflow 3 the Task SDK searches, in a process that is neither a task nor a triggerer nor an
+    Airflow server (the ``docsign`` command, a script), only environment variables and the configured
+    secrets backend: not the metadata database, where the UI and ``airflow connections add`` put
+    connections. There, and only there, a connection the SDK did not find is looked up the way the
+    ``airflow connections`` commands do (secrets backends, then the metadata database).
+    """
+    try:
+        return BaseHook.get_connection(conn_id)
+    except Exception as err:
+        if (
+            not AIRFLOW_V_3_0_PLUS
+            or type(err).__name__ != "AirflowNotFoundException"
+            or _in_airflow_runtime()
+        ):
+            raise
+        from airflow.models.connection import Connection
+
+        return Connection.get_connection_from_secrets(conn_id)
+
+
+def _in_airflow_runtime() -> bool:
+    """Whether this process is a task, a triggerer or an Airflow server (where the SDK's search is whole)."""
+    import os
+    import sys
+
+    if os.environ.get("_AIRFLOW_PROCESS_CONTEXT"):  # set by the triggerer, scheduler and api-server
+        return True
+    task_runner = sys.modules.get("airflow.sdk.execution_time.task_runner")
+    return getattr(task_runner, "SUPERVISOR_COMMS", None) is not None
 
 
 async def aget_connection(conn_id: str) -> Any:
@@ -108,3 +138,20 @@ async def aget_connection(conn_id: str) -> Any:
     if getter is not None:
         return await getter(conn_id)
     return BaseHook.get_connection(conn_id)
+
+
+async def amask_secret(secret: str) -> None:
+    """Mask a secret from async code (the triggerer).
+
+    Airflow 3's ``amask_secret`` tells the supervisor without a blocking send from the event loop; where
+    it is missing (Airflow 2.11 has no supervisor), the sync ``mask_secret``.
+    """
+    if AIRFLOW_V_3_0_PLUS:
+        try:
+            from airflow.sdk.log import amask_secret as _amask_secret
+        except ImportError:  # Airflow 3.0: no async twin
+            mask_secret(secret)
+            return
+        await _amask_secret(secret)
+        return
+    mask_secret(secret)

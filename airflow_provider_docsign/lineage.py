@@ -7,7 +7,9 @@ the provider the listener does not exist, nothing here is imported and nothing c
 Datasets:
 
 - an **envelope** is a dataset in the namespace ``docsign://<host of the connection>`` (for example
-  ``docsign://app.documenso.com``), named by its envelope id; a template by ``template/<id>``;
+  ``docsign://app.documenso.com``), named by its envelope id; a template by ``template/<id>``. These
+  are the ``docsign://`` URIs of :mod:`airflow_provider_docsign.assets`, the scheme Airflow's assets
+  use too (``docsign://app.documenso.com/envelope_abc`` as an asset is this dataset);
 - a **file** (a PDF sent, an archived file, the manifest, an export partition) is named the way
   OpenLineage names files: namespace ``file`` (local) or ``<scheme>://<bucket>`` (object storage) and
   the path as the name.
@@ -22,6 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from airflow_provider_docsign.assets import namespace
+
 __all__ = [
     "archive_facets",
     "create_facets",
@@ -34,9 +38,7 @@ __all__ = [
 
 def envelope_namespace(base_url: str) -> str:
     """``docsign://<host[:port]>`` of the service's base URL (no credentials, path or scheme)."""
-    parts = urlsplit(base_url)
-    host = parts.hostname or "unknown"
-    return f"docsign://{host}:{parts.port}" if parts.port else f"docsign://{host}"
+    return namespace(base_url)
 
 
 def file_dataset_parts(uri: Any) -> tuple[str, str]:

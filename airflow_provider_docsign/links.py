@@ -5,6 +5,9 @@ The web app shows a team's document at ``{web_url}/t/{teamUrl}/documents/{envelo
 (``apps/remix/app/routes/_authenticated+/t.$teamUrl+/documents.$id._index.tsx``, which loads the
 envelope by the ``$id`` path segment). The team URL is part of the envelope JSON (``team.url``).
 
+The sandbox has no web app: it serves a minimal read-only page of the envelope at those same paths
+(:mod:`airflow_provider_docsign.sandbox.routes_web`), so the link works against it too.
+
 Operators store everything the link needs in XCom while they run (:func:`push_envelope_link`), so the
 link never looks up a connection or calls the service when the UI asks for it, and it works even if a
 later step of the task failed.

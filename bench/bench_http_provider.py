@@ -36,6 +36,7 @@ from _common import (
     temp_dir,
     write_result,
 )
+from _limits import Deadline
 
 setup_airflow_env()
 
@@ -50,10 +51,10 @@ def create_small_envelopes(sb: Any, pdf: Path, count: int) -> list[str]:
     session.headers["Authorization"] = sb.api_key
     ids = []
     body = pdf.read_bytes()
-    deadline = time.monotonic() + 120
+    deadline = Deadline(120)
     for i in range(count):
-        if time.monotonic() > deadline:
-            raise SystemExit("creating envelopes took over 120 s")
+        if deadline.expired():
+            raise SystemExit(f"creating envelopes took over {deadline.describe()}")
         response = session.post(
             sb.base_url + "/envelope/create",
             data={"payload": json.dumps({"type": "DOCUMENT", "title": f"http-bench {i}"})},

@@ -38,6 +38,7 @@ from _common import (
     temp_dir,
     write_result,
 )
+from _limits import budget
 
 setup_airflow_env()
 
@@ -54,7 +55,7 @@ def migrate() -> None:
         check=True,
         env=env,
         capture_output=True,
-        timeout=600,
+        timeout=budget(600),
     )
     assert db.exists()
 

@@ -29,6 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import docsign_conn_json, sandbox, setup_airflow_env, temp_dir, write_result
+from _limits import Deadline
 
 setup_airflow_env()
 
@@ -56,7 +57,7 @@ def complete(sb: Any, hook: Any, pdf: Path, count: int, folder_id: str | None) -
 
     assert isinstance(hook, DocsignHook)
     ids = []
-    deadline = time.monotonic() + CREATE_BUDGET
+    deadline = Deadline(CREATE_BUDGET)
     signer = {
         "email": "signer@example.test",
         "name": "Signer",
@@ -74,7 +75,7 @@ def complete(sb: Any, hook: Any, pdf: Path, count: int, folder_id: str | None) -
         ],
     }
     for i in range(count):
-        assert time.monotonic() < deadline, "creating the envelopes took too long"
+        assert not deadline.expired(), f"creating the envelopes took over {deadline.describe()}"
         envelope_id = hook.create_envelope(
             title=f"Bench {i}", files=[pdf], recipients=[signer], folder_id=folder_id
         )

@@ -47,6 +47,7 @@ from _common import (
     temp_dir,
     write_result,
 )
+from _limits import Deadline, budget
 
 setup_airflow_env()
 
@@ -73,7 +74,7 @@ def create_envelopes(sb: Any, pdf: Path, count: int, sent: int) -> list[str]:
     session.headers["Authorization"] = sb.api_key
     body = pdf.read_bytes()
     ids: list[str] = []
-    deadline = time.monotonic() + CREATE_BUDGET
+    deadline = Deadline(CREATE_BUDGET)
     signer = {
         "email": "signer@example.test",
         "name": "Signer",
@@ -84,8 +85,8 @@ def create_envelopes(sb: Any, pdf: Path, count: int, sent: int) -> list[str]:
         ],
     }
     for i in range(count):
-        if time.monotonic() > deadline:
-            raise SystemExit(f"created only {i} envelopes in {CREATE_BUDGET:.0f} s")
+        if deadline.expired():
+            raise SystemExit(f"created only {i} envelopes in {deadline.describe()}")
         payload: dict[str, Any] = {"type": "DOCUMENT", "title": f"wait-bench {i}"}
         if i < sent:
             payload["recipients"] = [signer]
@@ -129,7 +130,7 @@ async def legacy_cycle(ids: list[str]) -> None:
         finally:
             await hook.aclose()
 
-    await asyncio.wait_for(asyncio.gather(*(one(e) for e in ids)), timeout=300)
+    await asyncio.wait_for(asyncio.gather(*(one(e) for e in ids)), timeout=budget(300))
 
 
 def _epoch(iso: str) -> float:

@@ -44,8 +44,9 @@ if AIRFLOW_V_3_0_PLUS:
     from airflow_provider_docsign.operators import DocsignArchiveSignedDocumentsOperator
     from airflow_provider_docsign.triggers.webhook import DocsignWebhookEventTrigger
 
+    # docsign://<host of the instance>/webhooks/<event>: the same scheme names envelopes in lineage.
     envelope_completed = Asset(
-        "docsign://webhooks/document-completed",
+        "docsign://app.documenso.com/webhooks/document-completed",
         watchers=[
             AssetWatcher(
                 name="docsign_document_completed",

@@ -28,7 +28,6 @@ import os
 import re
 import tempfile
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 try:
@@ -140,13 +139,13 @@ with DAG(
 ) as dag:
 
     @task
-    def render_template_pdf(params: dict[str, Any] | None = None) -> list[str]:
-        """The template's own PDF (two pages: terms, then signatures)."""
-        from airflow_provider_docsign.samples import write_sample_pdf
+    def render_template_pdf(params: dict[str, Any] | None = None, run_id: str | None = None) -> list[str]:
+        """The template's own PDF (two pages: terms, then signatures), in ``work_dir`` like every PDF."""
+        from airflow_provider_docsign.samples import storage_path, store_sample_pdf
 
         assert params is not None
-        folder = Path(tempfile.mkdtemp(prefix="docsign-template-"))
-        return [str(write_sample_pdf(folder / "onboarding.pdf", title=TEMPLATE_TITLE, pages=2))]
+        target = storage_path(params["work_dir"], "onboarding", _safe(str(run_id)), "template.pdf")
+        return [store_sample_pdf(target, title=TEMPLATE_TITLE, pages=2)]
 
     setup_template = DocsignCreateTemplateOperator(
         task_id="setup_template",
@@ -160,29 +159,23 @@ with DAG(
     def prepare(
         template: dict[str, Any], params: dict[str, Any] | None = None, run_id: str | None = None
     ) -> list[dict[str, Any]]:
-        """Render each customer's PDF to object storage and build the arguments of their envelope."""
-        from airflow_provider_docsign._compat import ObjectStoragePath
-        from airflow_provider_docsign.samples import write_sample_pdf
+        """Render each customer's PDF to object storage and build the arguments of their envelope.
+
+        Every PDF goes straight to ``work_dir`` (no local temporary file), so nothing is left behind
+        on the worker, and a mapped task on another worker can read it from the store.
+        """
+        from airflow_provider_docsign.samples import storage_path, store_sample_pdf
 
         assert params is not None
-        storage = str(params["work_dir"])
-        base = ObjectStoragePath(storage if "://" in storage else f"file://{os.path.abspath(storage)}")
-        folder = base / "onboarding" / _safe(str(run_id))
-        folder.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix="docsign-render-"))
+        folder = ("onboarding", _safe(str(run_id)))
         kwargs = []
         for customer in params["customers"]:
-            local = write_sample_pdf(
-                scratch / f"{_safe(customer['id'])}.pdf",
-                title=f"Agreement with {customer['company']}",
-                pages=2,
-            )
-            target = folder / f"agreement-{_safe(customer['id'])}.pdf"
-            target.write_bytes(local.read_bytes())
+            target = storage_path(params["work_dir"], *folder, f"agreement-{_safe(customer['id'])}.pdf")
+            pdf = store_sample_pdf(target, title=f"Agreement with {customer['company']}", pages=2)
             kwargs.append(
                 {
                     "template_id": template["template_id"],
-                    "files": [str(target)],
+                    "files": [pdf],
                     "recipients": [
                         {"placeholder": "Customer", "email": customer["email"], "name": customer["contact"]},
                         {"placeholder": "Provider", "email": "sales@ourcompany.example", "name": "Sales"},

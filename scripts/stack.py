@@ -11,6 +11,10 @@
 * two Celery workers, each with its own ``HOME``, ``TMPDIR``, ``AIRFLOW_HOME`` (and so its own log
   folder), working directory and hostname: they share only the broker, the database and S3.
 
+The connections (``docsign_default`` to the sandbox, ``docsign_s3`` to moto) are added to the metadata
+database with ``airflow connections add``, as users add theirs: no component gets an ``AIRFLOW_CONN_*``
+variable, so the workers, the triggerer and the UI all read them from the database.
+
 It prints the UI URL, the login and the connection ids, and records every PID (with its start time, so
 a recycled PID is never signalled) in ``.stack/stack.json``. ``python scripts/stack.py down`` stops
 exactly those processes and removes the temp directory. A missing ``postgresql`` or ``redis-server``
@@ -352,18 +356,6 @@ class Stack:
         """The environment of the Airflow components (``hostname`` is what they record as theirs)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN_"))}
         api = self.api_url
-        aws = {
-            "conn_type": "aws",
-            "login": "testing",
-            "password": "testing",
-            "extra": {"endpoint_url": self.s3_url, "region_name": "us-east-1"},
-        }
-        docsign = {
-            "conn_type": "docsign",
-            "host": self.sandbox_url,
-            "password": API_KEY,
-            "extra": {"max_retries": 3, "backoff_factor": 0.2, "max_retry_wait": 5, "timeout": 30},
-        }
         env.update(
             {
                 "AIRFLOW_HOME": str(self.base / "airflow-home"),
@@ -394,8 +386,6 @@ class Stack:
                 "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "30",
                 "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "5",
                 "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "10",
-                "AIRFLOW_CONN_DOCSIGN_DEFAULT": json.dumps(docsign),
-                f"AIRFLOW_CONN_{S3_CONN_ID.upper()}": json.dumps(aws),
                 "DOCSIGN_EXAMPLE_WORK_DIR": f"s3://{S3_CONN_ID}@{WORK_BUCKET}/runs",
                 "DOCSIGN_EXAMPLE_ARCHIVE_DIR": f"s3://{S3_CONN_ID}@{ARCHIVE_BUCKET}/signed",
                 "DOCSIGN_EXAMPLE_POKE_INTERVAL": str(self.poke_interval),
@@ -407,6 +397,22 @@ class Stack:
             }
         )
         return env
+
+    def connections(self) -> dict[str, list[str]]:
+        """``airflow connections add`` arguments of the stack's connections (ids to options)."""
+        aws_extra = {"endpoint_url": self.s3_url, "region_name": "us-east-1"}
+        docsign_extra = {"max_retries": 3, "backoff_factor": 0.2, "max_retry_wait": 5, "timeout": 30}
+        return {
+            # No --conn-port: the base URL carries it (a connection stored without one works).
+            "docsign_default": [
+                "--conn-type", "docsign", "--conn-host", self.sandbox_url, "--conn-password", API_KEY,
+                "--conn-extra", json.dumps(docsign_extra),
+            ],
+            S3_CONN_ID: [
+                "--conn-type", "aws", "--conn-login", "testing", "--conn-password", "testing",
+                "--conn-extra", json.dumps(aws_extra),
+            ],
+        }  # fmt: skip
 
     def _secret(self, name: str) -> str:
         path = self.base / f"{name}.secret"
@@ -612,6 +618,18 @@ class Stack:
                 "airflow db migrate failed:\n"
                 + (migrate.stdout + migrate.stderr)[-3000:].decode(errors="replace")
             )
+        for conn_id, options in self.connections().items():
+            added = subprocess.run(
+                [py, "-m", "airflow", "connections", "add", conn_id, *options],
+                env=env,
+                capture_output=True,
+                timeout=300,
+            )
+            if added.returncode != 0:
+                raise StackError(
+                    f"airflow connections add {conn_id} failed:\n"
+                    + added.stderr[-2000:].decode(errors="replace")
+                )
         airflow = [py, "-m", "airflow"]
         home = self.base / "airflow-home"
         self._spawn(
@@ -735,7 +753,7 @@ class Stack:
                 f"Airflow UI      : {self.api_url}   (login {USERNAME} / {self.password})",
                 f"Executor        : CeleryExecutor, workers {', '.join(WORKERS)} (redis://127.0.0.1:{self.ports['redis']})",
                 f"Metadata DB     : {self.sql_conn}",
-                f"Connections     : docsign_default -> {self.sandbox_url}",
+                f"Connections     : docsign_default -> {self.sandbox_url}  (in the metadata DB)",
                 f"                  {S3_CONN_ID} -> S3 at {self.s3_url}",
                 f"Object storage  : s3://{WORK_BUCKET}/runs (work_dir)",
                 f"                  s3://{ARCHIVE_BUCKET}/signed (archive)",

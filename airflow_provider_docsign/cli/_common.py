@@ -135,7 +135,14 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 
 #: Loggers a subcommand may route to stderr on its own (besides the root logger).
-ROUTED_LOGGERS = ("pyhanko", "pyhanko_certvalidator", "py.warnings")
+ROUTED_LOGGERS = (
+    "pyhanko",
+    "pyhanko_certvalidator",
+    "py.warnings",
+    "airflow",
+    "airflow.task",
+    "airflow.processor",
+)
 
 
 @contextlib.contextmanager
@@ -183,6 +190,31 @@ def log_to_stderr(debug: bool) -> None:
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if debug else logging.WARNING)
+
+
+def logs_off_stdout(debug: bool) -> None:
+    """Redo :func:`log_to_stderr` once Airflow is imported, and keep Airflow's own records quiet.
+
+    Importing Airflow applies its logging configuration: its console handler writes to stdout and
+    replaces ours (on Airflow 2.11, with the user's ``AIRFLOW_HOME``, ``BaseHook.get_connection`` then
+    printed "Retrieving connection" into a command's result, and a missing connection a traceback).
+    Airflow's records are for whoever runs the Airflow installation: shown on stderr with ``--debug``
+    only. Call it after the import, before the connection is read.
+    """
+    for name in ("", "airflow", "airflow.task", "airflow.processor"):
+        logger = logging.getLogger(name)
+        for handler in list(logger.handlers):
+            stream = getattr(handler, "stream", None)
+            if stream in (sys.stdout, sys.__stdout__) or type(handler).__name__ == "RedirectStdHandler":
+                logger.removeHandler(handler)
+    root = logging.getLogger()
+    if not any(getattr(h, "stream", None) is sys.stderr for h in root.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+    root.setLevel(logging.DEBUG if debug else logging.WARNING)
+    if not debug:
+        logging.getLogger("airflow").setLevel(logging.CRITICAL)
 
 
 def one_line(text: str) -> str:

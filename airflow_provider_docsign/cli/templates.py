@@ -13,6 +13,7 @@ from typing import Any
 from airflow_provider_docsign.cli._common import (
     CliError,
     is_missing_connection,
+    logs_off_stdout,
     missing_connection,
     service_error,
 )
@@ -57,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
     from airflow_provider_docsign.exceptions import DocsignError, DocsignValidationError
     from airflow_provider_docsign.hooks.docsign import DocsignHook
     from airflow_provider_docsign.templates import describe_template
+
+    logs_off_stdout(args.debug)  # Airflow is imported now: its log lines must not mix with the template
 
     try:
         with DocsignHook(args.conn_id) as hook:

@@ -1,5 +1,9 @@
 """The async path of :class:`~.docsign.DocsignHook`, for triggers: reads only, one client per event loop.
 
+Its connection is looked up with ``aget_connection`` (:meth:`~.docsign.DocsignHook.asettings`) before
+the first request, never with the sync look-up, which on Airflow 3 cannot reach a connection stored in
+the metadata database from the triggerer.
+
 A mixin typed against :class:`~._protocol.HookCore`. It builds its requests from the same endpoint
 definitions and parsers as the sync path, and follows the same retry policy (:mod:`._http`).
 """
@@ -102,6 +106,7 @@ class AsyncMethods:
         if call.kind != READ:
             raise DocsignError("the async path only performs reads")
         ep.check_outgoing(call)  # the same one check as the sync loop's
+        await self.asettings()  # aget_connection: the sync look-up finds no DB connection in a triggerer
         client = self._get_async_client()
         url = self._url(call)
         waited = 0.0

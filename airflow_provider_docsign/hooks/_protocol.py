@@ -39,6 +39,8 @@ class HookCore(Protocol):
     def settings(self) -> Settings:
         """The parsed connection settings."""
 
+    async def asettings(self) -> Settings: ...
+
     @property
     def _redact(self) -> Redactor: ...
 

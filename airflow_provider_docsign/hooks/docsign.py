@@ -57,7 +57,13 @@ import urllib3.exceptions
 from requests.adapters import HTTPAdapter
 
 from airflow_provider_docsign import get_provider_info
-from airflow_provider_docsign._compat import BaseHook, get_connection
+from airflow_provider_docsign._compat import (
+    BaseHook,
+    aget_connection,
+    amask_secret,
+    get_connection,
+    mask_secret,
+)
 from airflow_provider_docsign.exceptions import (
     DocsignAmbiguousWriteError,
     DocsignAPIError,
@@ -184,31 +190,53 @@ class DocsignHook(
 
     # -- connection -------------------------------------------------------------------------------
 
+    @property
+    def _needs_connection(self) -> bool:
+        return not (self._overrides.get("base_url") and self._overrides.get("api_key"))
+
     @cached_property
     def settings(self) -> Settings:
-        """The parsed connection settings (looked up on first access)."""
-        if self._overrides.get("base_url") and self._overrides.get("api_key"):
+        """The parsed connection settings (looked up on first access, synchronously).
+
+        Workers, the *Test* button, the CLI and Airflow 2.11 use this. Async code (triggers) awaits
+        :meth:`asettings` instead: on Airflow 3 the triggerer has no database access, and only
+        ``aget_connection`` finds a connection stored in the metadata database from there.
+        """
+        return self._settings_from(get_connection(self.docsign_conn_id) if self._needs_connection else None)
+
+    async def asettings(self) -> Settings:
+        """:attr:`settings`, looked up with ``aget_connection`` (for async code: the triggerer).
+
+        The result is cached on the hook like :attr:`settings`, so the sync path then reuses it. On
+        Airflow 2.11 (no ``aget_connection``) this is the sync look-up.
+        """
+        cached: Settings | None = self.__dict__.get("settings")
+        if cached is not None:
+            return cached
+        conn = await aget_connection(self.docsign_conn_id) if self._needs_connection else None
+        settings = self._settings_from(conn, mask=False)
+        if settings.api_key:
+            await amask_secret(settings.api_key)
+        self.__dict__["settings"] = settings
+        return settings
+
+    def _settings_from(self, conn: Any, *, mask: bool = True) -> Settings:
+        """Settings from a looked-up connection (``None``: the overrides alone), the key masked."""
+        if conn is None:
             settings = settings_from_connection(
                 host=None, port=None, schema=None, password=None, extras={}, overrides=self._overrides
             )
         else:
-            conn = get_connection(self.docsign_conn_id)
-            extras = conn.extra_dejson if conn.extra else {}
             settings = settings_from_connection(
                 host=conn.host,
                 port=conn.port,
                 schema=conn.schema,
                 password=conn.password,
-                extras=extras,
+                extras=conn.extra_dejson if conn.extra else {},
                 overrides=self._overrides,
             )
-        if settings.api_key:
-            try:
-                from airflow_provider_docsign._compat import mask_secret
-
-                mask_secret(settings.api_key)
-            except ImportError:  # pragma: no cover
-                pass
+        if mask and settings.api_key:
+            mask_secret(settings.api_key)
         return settings
 
     @cached_property

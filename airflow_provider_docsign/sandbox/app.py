@@ -23,6 +23,7 @@ from . import (
     routes_seed,
     routes_templates,
     routes_tsa,
+    routes_web,
     routes_webhooks,
 )
 from .errors import ApiError, not_found_route
@@ -104,6 +105,7 @@ def create_app(
     app.include_router(routes_seed.router)
     app.include_router(routes_webhooks.router)
     app.include_router(routes_tsa.router)
+    app.include_router(routes_web.router)  # the web app's envelope page, for the extra link
 
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> Response:

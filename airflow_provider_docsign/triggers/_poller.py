@@ -22,6 +22,11 @@ interval instead of 1,000.
   as soon as the pause ends (see :mod:`airflow_provider_docsign.hooks._pacing`).
 - **Lifetime:** a subscription is closed when its trigger ends (event, cancellation, timeout); when none
   is left the poller's task ends, closes its HTTP client and leaves the registry.
+- **The connection:** looked up with ``aget_connection`` (on Airflow 3 the triggerer has no database
+  access: the sync look-up cannot find a connection stored in the metadata database), once per
+  connection id for every trigger that starts on the loop while its poller runs (refreshed after
+  :data:`SETTINGS_TTL`, so a rotated key reaches the triggers that start later). Triggers starting
+  together wait for the same look-up. The poller reads with the hook of that look-up.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import random
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -47,7 +52,7 @@ if TYPE_CHECKING:
     from airflow_provider_docsign.hooks.docsign import DocsignHook
     from airflow_provider_docsign.models import Envelope
 
-__all__ = ["EnvelopePoller", "Read", "Subscription", "active_pollers", "poller_for"]
+__all__ = ["EnvelopePoller", "Read", "Subscription", "active_pollers", "apoller_for"]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +66,8 @@ GATHER_WINDOW = 0.05
 POLL_JITTER = 0.1
 #: Per-cycle figures kept for inspection (tests and the benchmark).
 HISTORY = 1000
+#: Seconds a connection look-up serves the triggers of its connection id that start on the same loop.
+SETTINGS_TTL = 300.0
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,8 @@ class PollerStats:
 
     cycles: int = 0
     requests: int = 0
+    #: Connection look-ups that led triggers to this poller (one per connection id, not per trigger).
+    lookups: int = 0
     throttled: int = 0
     paused_seconds: float = 0.0
     #: The pause each 429 asked for (``Retry-After``, or the backoff), most recent last.
@@ -149,14 +158,13 @@ class Subscription:
 class EnvelopePoller:
     """Reads the envelopes of every subscription in batches of 20, on one event loop.
 
-    :param make_hook: Builds the hook the poller reads with (called once, on the loop).
+    :param hook: The hook the poller reads with (its settings already looked up; no retries of its own).
     :param key: The registry key (base URL, key digest); the API key itself is never stored here.
     """
 
-    def __init__(self, make_hook: Callable[[], DocsignHook], key: tuple[str, str]) -> None:
+    def __init__(self, hook: DocsignHook, key: tuple[str, str]) -> None:
         self.key = key
-        self._make_hook = make_hook
-        self._hook: DocsignHook | None = None
+        self._hook = hook
         self._subs: dict[Subscription, None] = {}
         self._groups: dict[float, float] = {}  # interval -> next fire (monotonic)
         self._wake = asyncio.Event()
@@ -181,6 +189,7 @@ class EnvelopePoller:
             self._groups[group] = time.monotonic() + _stretch(group)
         if self._task is None or self._task.done():
             loop = asyncio.get_running_loop()
+            _loop_registry().pollers.setdefault(self.key, self)  # back in the registry after a restart
             self._task = loop.create_task(self._run(), name=f"docsign-poller {self.key[0]}")
         self.wake()
         return sub
@@ -234,10 +243,10 @@ class EnvelopePoller:
                     await asyncio.sleep(0)
         finally:
             _forget(self)
-            hook, self._hook = self._hook, None
-            if hook is not None:
-                with contextlib.suppress(Exception):
-                    await hook.aclose()
+            # The HTTP client is closed; the hook (and its settings) stay, should a subscription that
+            # raced the end restart the poller (the hook then opens a new client).
+            with contextlib.suppress(Exception):
+                await self._hook.aclose()
 
     async def _cycle(self, due: list[Subscription]) -> None:
         """Read every id of ``due`` in batches of 20 and deliver each subscription its read."""
@@ -330,8 +339,6 @@ class EnvelopePoller:
         return left
 
     async def _read(self, batch: list[str]) -> list[Envelope]:
-        if self._hook is None:
-            self._hook = self._make_hook()
         self.pacer.spend()
         try:
             return await self._hook.async_get_envelopes(batch)
@@ -347,36 +354,75 @@ def _stretch(interval: float) -> float:
 _local = threading.local()
 
 
-_Registry = weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], "EnvelopePoller"]]
+@dataclass
+class _LoopRegistry:
+    """One event loop's pollers, the connection ids that led to them, and the look-ups under way."""
+
+    pollers: dict[tuple[str, str], EnvelopePoller] = field(default_factory=dict)
+    #: connection id -> (its poller, when the connection was looked up; monotonic)
+    by_conn: dict[str, tuple[EnvelopePoller, float]] = field(default_factory=dict)
+    lookups: dict[str, asyncio.Future[EnvelopePoller]] = field(default_factory=dict)
 
 
-def _registry() -> _Registry:
-    registry = getattr(_local, "pollers", None)
+def _loop_registry() -> _LoopRegistry:
+    registries = getattr(_local, "registries", None)
+    if registries is None:
+        registries = _local.registries = weakref.WeakKeyDictionary()
+    loop = asyncio.get_running_loop()
+    registry = registries.get(loop)
     if registry is None:
-        registry = _local.pollers = weakref.WeakKeyDictionary()
+        registry = registries[loop] = _LoopRegistry()
     return registry  # type: ignore[no-any-return]
 
 
 def _forget(poller: EnvelopePoller) -> None:
     with contextlib.suppress(RuntimeError):
-        pollers = _registry().get(asyncio.get_running_loop(), {})
-        if pollers.get(poller.key) is poller:
-            del pollers[poller.key]
+        registry = _loop_registry()
+        if registry.pollers.get(poller.key) is poller:
+            del registry.pollers[poller.key]
+        for conn_id in [c for c, (p, _) in registry.by_conn.items() if p is poller]:
+            del registry.by_conn[conn_id]
 
 
-def poller_for(hook: DocsignHook, conn_id: str) -> EnvelopePoller:
-    """The running loop's poller for ``hook``'s connection (created on first use).
+async def apoller_for(conn_id: str) -> EnvelopePoller:
+    """The running loop's poller for connection ``conn_id``, looked up with ``aget_connection``.
 
-    :param hook: A hook on the trigger's connection; only its base URL and key digest are kept.
-    :param conn_id: The connection id the poller's own hook is built from.
+    Triggers of one connection id share one look-up: while its poller runs (and for at most
+    :data:`SETTINGS_TTL` seconds) a starting trigger gets the poller with no look-up at all, and triggers
+    starting while a look-up is under way wait for that one. Connections with the same base URL and key
+    share a poller. A failed look-up (no such connection, a malformed one) raises to every trigger that
+    waited for it, and the next trigger tries again.
+
+    :param conn_id: The trigger's ``docsign`` connection id.
     """
-    settings = hook.settings
-    key = (settings.base_url, hashlib.sha256(settings.api_key.encode("utf-8")).hexdigest())
-    pollers = _registry().setdefault(asyncio.get_running_loop(), {})
-    poller = pollers.get(key)
-    if poller is None:
-        poller = pollers[key] = EnvelopePoller(lambda: _poller_hook(conn_id), key)
-    return poller
+    registry = _loop_registry()
+    known = registry.by_conn.get(conn_id)
+    if known is not None:
+        poller, looked_up = known
+        if registry.pollers.get(poller.key) is poller and time.monotonic() - looked_up < SETTINGS_TTL:
+            return poller
+    pending = registry.lookups.get(conn_id)
+    if pending is None:
+        pending = registry.lookups[conn_id] = asyncio.ensure_future(_look_up(registry, conn_id))
+        # Its error is re-raised to every waiter; retrieved here too, should all of them be cancelled.
+        pending.add_done_callback(lambda done: done.cancelled() or done.exception())
+    # Shielded: a trigger cancelled while waiting does not cancel the look-up the others wait for.
+    return await asyncio.shield(pending)
+
+
+async def _look_up(registry: _LoopRegistry, conn_id: str) -> EnvelopePoller:
+    try:
+        hook = _poller_hook(conn_id)
+        settings = await hook.asettings()
+        key = (settings.base_url, hashlib.sha256(settings.api_key.encode("utf-8")).hexdigest())
+        poller = registry.pollers.get(key)
+        if poller is None:
+            poller = registry.pollers[key] = EnvelopePoller(hook, key)
+        poller.stats.lookups += 1
+        registry.by_conn[conn_id] = (poller, time.monotonic())
+        return poller
+    finally:
+        registry.lookups.pop(conn_id, None)
 
 
 def _poller_hook(conn_id: str) -> DocsignHook:
@@ -389,4 +435,4 @@ def _poller_hook(conn_id: str) -> DocsignHook:
 
 def active_pollers() -> list[EnvelopePoller]:
     """The running loop's pollers (for tests and the benchmark)."""
-    return list(_registry().get(asyncio.get_running_loop(), {}).values())
+    return list(_loop_registry().pollers.values())

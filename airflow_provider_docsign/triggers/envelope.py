@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from airflow_provider_docsign._compat import BaseTrigger, TriggerEvent
 from airflow_provider_docsign.sensors._evaluate import (
@@ -19,10 +19,7 @@ from airflow_provider_docsign.sensors._evaluate import (
     read_error_message,
     snapshot,
 )
-from airflow_provider_docsign.triggers._poller import Read, poller_for
-
-if TYPE_CHECKING:
-    from airflow_provider_docsign.hooks.docsign import DocsignHook
+from airflow_provider_docsign.triggers._poller import Read, apoller_for
 
 __all__ = ["DocsignEnvelopeTrigger"]
 
@@ -106,11 +103,6 @@ class DocsignEnvelopeTrigger(BaseTrigger):
             },
         )
 
-    def _hook(self) -> DocsignHook:
-        from airflow_provider_docsign.hooks.docsign import DocsignHook
-
-        return DocsignHook(docsign_conn_id=self.docsign_conn_id)
-
     def _event(self, status: str, message: str, **extra: Any) -> TriggerEvent:
         payload: dict[str, Any] = {
             "status": status,
@@ -122,21 +114,19 @@ class DocsignEnvelopeTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         """Poll until success, failure, a permanent error or the deadline; yield exactly one event."""
-        hook = self._hook()
-        try:
-            event = await self._wait(hook)
-        finally:
-            # Released before the event is yielded: the triggerer may never resume this generator.
-            await _close(hook)
-        yield event
+        # Everything is released before the event is yielded: the triggerer may never resume this
+        # generator.
+        yield await self._wait()
 
-    async def _wait(self, hook: DocsignHook) -> TriggerEvent:
+    async def _wait(self) -> TriggerEvent:
         count = len(self.envelope_ids)
         self._polls = 0
         self._last_states: list[dict[str, Any]] = []
         self._last_message = ""
         try:
-            poller = poller_for(hook, self.docsign_conn_id)
+            # The connection, with aget_connection (one look-up per connection id for all the triggers
+            # of the loop): on Airflow 3 the triggerer cannot read the metadata database itself.
+            poller = await apoller_for(self.docsign_conn_id)
         except Exception as error:  # the connection cannot be read: the same verdict a failed read gets
             return self._read_failed(error, count) or self._event("error", describe_error(error))
         subscription = poller.subscribe(self.envelope_ids, self.poll_interval)
@@ -199,16 +189,3 @@ class DocsignEnvelopeTrigger(BaseTrigger):
         self.log.log(level, "Poll %d: %s", self._polls, verdict.message)
         self._last_message = verdict.message
         return None
-
-
-async def _close(hook: Any) -> None:
-    """Release the hook's async HTTP client, if it keeps one."""
-    close = getattr(hook, "aclose", None) or getattr(hook, "async_close", None)
-    if close is None:
-        return
-    try:
-        result = close()
-        if asyncio.iscoroutine(result):
-            await result
-    except Exception:  # noqa: S110 - closing a client must never turn an event into an error
-        pass

@@ -8,10 +8,11 @@ on S3 equals the signed bytes the sandbox serves. A rejection fails at the senso
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
-from stack import ARCHIVE_BUCKET, Stack
+from stack import ARCHIVE_BUCKET, S3_CONN_ID, Stack
 
 from .dist_helpers import archive_prefix, assert_signed_bytes, hostnames, keys, manifests
 
@@ -64,6 +65,20 @@ def test_contract_and_bulk_run_on_both_workers(
     for manifest in [contract_manifest, *bulk_manifests]:
         assert manifest["status"] == "COMPLETED"
         assert_signed_bytes(s3, sandbox, manifest)
+
+
+def test_connections_live_in_the_database_not_in_any_component_environment(stack: Stack, db: Any) -> None:
+    """The stack added its connections with `airflow connections add`; no process has AIRFLOW_CONN_*."""
+    with db.cursor() as cur:
+        cur.execute("SELECT conn_id, conn_type, port FROM connection ORDER BY conn_id")
+        rows = cur.fetchall()
+    assert ("docsign_default", "docsign", None) in rows  # stored with no port, and the runs work
+    assert any(conn_id == S3_CONN_ID for conn_id, _, _ in rows)
+    for name, info in stack.procs.items():
+        if not stack.alive(name):
+            continue
+        environ = Path(f"/proc/{info['pid']}/environ").read_bytes().split(b"\0")
+        assert not [v for v in environ if v.startswith(b"AIRFLOW_CONN_")], name
 
 
 def test_rejected_signer_fails_at_the_sensor_and_archives_nothing(stack: Stack, api: Any, s3: Any) -> None:

@@ -3,7 +3,11 @@
 Against the stack's api-server: log in; add a "Docsign (Documenso)" connection through the form (our
 labels, placeholders, extra fields, hidden fields); click its *Test* button exactly as a user does,
 with no request rewritten (our success message, and our message for a wrong key); open a finished
-create task instance and follow its "Docsign envelope" extra link. Screenshots are written to
+create task instance and follow its "Docsign envelope" extra link to the sandbox's envelope page.
+
+The DAG run uses ``docsign_default``, which the stack added to the metadata database with ``airflow
+connections add`` (no component has an ``AIRFLOW_CONN_*`` variable); the form's connection is read by
+the api-server from the database too when its *Test* button is clicked. Screenshots are written to
 ``test-artifacts/ui/``; the form's is kept in ``docs/ui-connection-form.png``.
 
 The browser is the one ``make test``'s pre-flight found (``$DOCSIGN_CHROMIUM``), else Debian's
@@ -19,6 +23,8 @@ from urllib.parse import quote
 
 import pytest
 from stack import API_KEY, USERNAME, Stack, chromium
+
+from airflow_provider_docsign import PORT_LABEL, PORT_PLACEHOLDER
 
 pytestmark = pytest.mark.distributed
 
@@ -83,13 +89,14 @@ def test_connection_form_test_button_and_envelope_link(
     page.get_by_role("option", name="Docsign (Documenso)").click()
 
     # Our relabelled standard fields, with our placeholders; login and schema are hidden. The port is
-    # shown: Airflow 3.3.2's Test button sends the stored port, and refuses a connection without one.
+    # shown, saying when it is needed and what goes there: Airflow 3.3.2's Test button sends the stored
+    # port, and refuses a connection without one.
     host, key = form.locator("input[name=host]"), form.locator("input[name=password]")
     port = form.locator("input[name=port]")
     assert host.get_attribute("placeholder") == "https://app.documenso.com/api/v2"
     assert key.get_attribute("placeholder") == "api_xxxxxxxxxxxxxxxx"
-    assert port.get_attribute("placeholder") == "443"
-    for label in ("Base URL", "API key", "Port (443 for https)"):
+    assert port.get_attribute("placeholder") == PORT_PLACEHOLDER
+    for label in ("Base URL", "API key", PORT_LABEL):
         assert form.get_by_text(label, exact=True).is_visible()
     for hidden in ("login", "schema"):
         assert form.locator(f"input[name={hidden}]").count() == 0
@@ -134,3 +141,8 @@ def test_connection_form_test_button_and_envelope_link(
     assert href.startswith(f"{root}/t/"), href
     assert href.endswith(f"/documents/{envelope.id}"), href
     assert api.get(f"{path}/links")["extra_links"]["Docsign envelope"] == href
+    # Followed, the link opens the sandbox's page of that envelope (the sandbox has no web app).
+    page.goto(href)
+    assert page.locator("h1").inner_text() == envelope.title
+    assert envelope.id in page.content()
+    page.screenshot(path=str(ARTIFACTS / "sandbox-envelope-page.png"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +47,15 @@ def _run(example_env: dict[str, Any]) -> Any:
 
 
 def test_template_onboarding_prefills_and_archives_signed_pdfs(
-    example_env: dict[str, Any], autosign_sandbox: SandboxServer
+    example_env: dict[str, Any],
+    autosign_sandbox: SandboxServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The tasks run in this process (dag.test()): whatever they put in the temp folder lands here.
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     dag_run = _run(example_env)
     assert str(getattr(dag_run.state, "value", dag_run.state)) == "success"
     states = task_states(dag_run)
@@ -76,8 +84,10 @@ def test_template_onboarding_prefills_and_archives_signed_pdfs(
             assert value in text
         envelope = hook.get_envelope(manifest["envelope_id"])
         assert [r.email for r in envelope.recipients] == [customer["email"], "sales@ourcompany.example"]
-    rendered = sorted(p.name for p in Path(example_env["work_dir"]).rglob("agreement-*.pdf"))
-    assert rendered == ["agreement-N-1.pdf", "agreement-N-2.pdf"]
+    rendered = sorted(p.name for p in Path(example_env["work_dir"]).rglob("*.pdf"))
+    assert rendered == ["agreement-N-1.pdf", "agreement-N-2.pdf", "template.pdf"]
+    # Every PDF went to work_dir: the run left no temporary folder behind (it left two before).
+    assert [p.name for p in scratch.iterdir() if p.name.startswith("docsign-")] == []
 
 
 def test_template_setup_is_idempotent(example_env: dict[str, Any], autosign_sandbox: SandboxServer) -> None:

@@ -1,5 +1,16 @@
 """The contract-signing pipeline on a live Airflow stack, every component in its own process.
 
+The connections are made the way users make them, never with an ``AIRFLOW_CONN_*`` variable (no
+component has one in its environment):
+
+1. ``airflow connections add`` puts ``docsign_default`` (no port) and, on Airflow 3, the webhook
+   secret ``docsign_webhook`` into the metadata database; ``docsign_contract_signing`` runs and
+   archives the signed PDFs. On Airflow 3 the triggerer has no database access: the deferred wait
+   finds the connection through ``aget_connection`` (before, it failed with "isn't defined").
+2. Then ``docsign_default`` is deleted from the database and written to the file of Airflow's
+   ``LocalFilesystemBackend`` secrets backend (configured from the start, empty until then), with its
+   own ``web_url``; the DAG runs again, from that connection (its extra link shows that ``web_url``).
+
 Airflow 3: ``api-server``, ``scheduler``, ``dag-processor`` and ``triggerer``, with SQLite and the
 LocalExecutor (Airflow 3.3 accepts it with SQLite); the DAG is unpaused and triggered through the
 REST API (``/api/v2``) with a JWT from the simple auth manager.
@@ -33,10 +44,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import quote
 
 import pytest
 import requests
-from e2e_helpers import DAGS_FOLDER, load_manifests, sandbox_conn_json, sha256_file
+from e2e_helpers import DAGS_FOLDER, load_manifests, sha256_file
 
 from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS
 from airflow_provider_docsign.sandbox import SandboxServer
@@ -51,6 +63,7 @@ AIRFLOW = [sys.executable, "-m", "airflow"]
 STARTUP_TIMEOUT = 180.0  # api-server up and the DAG parsed
 RUN_TIMEOUT = 300.0  # the DAG run reaching a final state
 STOP_TIMEOUT = 20.0
+CONNECTIONS_FILE = "connections.json"  # LocalFilesystemBackend's file, in AIRFLOW_HOME
 
 
 def _free_port() -> int:
@@ -59,9 +72,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _stack_env(
-    home: Path, port: int, sandbox: SandboxServer, archive_dir: Path, webhook_port: int
-) -> dict[str, str]:
+def _stack_env(home: Path, port: int, archive_dir: Path, webhook_port: int) -> dict[str, str]:
     base = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN_"))}
     env.update(
@@ -75,7 +86,11 @@ def _stack_env(
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
             "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "logs"),
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
-            "AIRFLOW_CONN_DOCSIGN_DEFAULT": sandbox_conn_json(sandbox),
+            # Airflow's own file-based secrets backend, searched before the metadata database.
+            "AIRFLOW__SECRETS__BACKEND": "airflow.secrets.local_filesystem.LocalFilesystemBackend",
+            "AIRFLOW__SECRETS__BACKEND_KWARGS": json.dumps(
+                {"connections_file_path": str(home / CONNECTIONS_FILE)}
+            ),
             "DOCSIGN_EXAMPLE_POKE_INTERVAL": "3",
             # Executors start `airflow tasks run …`: the venv's airflow must come first on PATH.
             "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
@@ -92,11 +107,9 @@ def _stack_env(
                 "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
                 "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(32),
                 "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
-                # docsign_archive_on_completion: its listener port, secret and archive directory.
+                # docsign_archive_on_completion: its listener port and archive directory (its
+                # secret is the docsign_webhook connection, in the metadata database).
                 "DOCSIGN_WEBHOOK_PORT": str(webhook_port),
-                "AIRFLOW_CONN_DOCSIGN_WEBHOOK": json.dumps(
-                    {"conn_type": "generic", "password": WEBHOOK_SECRET}
-                ),
                 "DOCSIGN_EXAMPLE_ARCHIVE_DIR": str(archive_dir),
             }
         )
@@ -200,6 +213,142 @@ def _wait_for(what: str, check: Any, stack: _Stack, timeout: float, interval: fl
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def _docsign_connection(sandbox: SandboxServer, **extra: Any) -> dict[str, Any]:
+    """The ``docsign`` connection of the sandbox, with no port: the base URL carries it."""
+    from airflow_provider_docsign.signatures import certificate_fingerprints
+
+    extras = {
+        "max_retries": 3,
+        "backoff_factor": 0.05,
+        "max_retry_wait": 2,
+        "timeout": 10,
+        "signing_certificate_fingerprints": certificate_fingerprints(sandbox.certificate_pem()),
+        **extra,
+    }
+    return {"conn_type": "docsign", "host": sandbox.base_url, "password": sandbox.api_key, "extra": extras}
+
+
+def _airflow_cli(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run([*AIRFLOW, *args], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (args[:2], done.stdout[-2000:], done.stderr[-2000:])
+    return done.stdout
+
+
+def _connections_add(env: dict[str, str], conn_id: str, conn: dict[str, Any]) -> None:
+    """``airflow connections add`` with the form's fields, as the README shows (no ``--conn-port``)."""
+    args = [
+        "connections",
+        "add",
+        conn_id,
+        "--conn-type",
+        conn["conn_type"],
+        "--conn-password",
+        conn["password"],
+    ]
+    if conn.get("host"):
+        args += ["--conn-host", conn["host"]]
+    if conn.get("extra"):
+        args += ["--conn-extra", json.dumps(conn["extra"])]
+    _airflow_cli(env, *args)
+
+
+class _Rest:
+    """The stack's REST API (``/api/v2`` on Airflow 3 with a JWT, ``/api/v1`` on 2.11)."""
+
+    def __init__(self, port: int, stack: _Stack) -> None:
+        self.api = f"http://127.0.0.1:{port}"
+        self.rest = f"{self.api}/api/v2" if AIRFLOW_V_3_0_PLUS else f"{self.api}/api/v1"
+        self.stack = stack
+        self.http = requests.Session()
+        if AIRFLOW_V_3_0_PLUS:
+            token = _wait_for(
+                "the api-server",
+                lambda: self.http.get(f"{self.api}/auth/token", timeout=5).json().get("access_token"),
+                stack,
+                STARTUP_TIMEOUT,
+            )
+            self.http.headers["Authorization"] = f"Bearer {token}"
+
+    def get(self, path: str) -> Any:
+        response = self.http.get(self.rest + path, timeout=10)
+        response.raise_for_status()
+        return response.json()
+
+    def unpause(self, dag_id: str) -> None:
+        _wait_for(
+            f"{dag_id} to be parsed and served",
+            lambda: self.http.get(f"{self.rest}/dags/{dag_id}", timeout=5).status_code == 200,
+            self.stack,
+            STARTUP_TIMEOUT,
+        )
+        unpause = self.http.patch(f"{self.rest}/dags/{dag_id}", json={"is_paused": False}, timeout=10)
+        assert unpause.status_code == 200, unpause.text
+
+    def run(self, dag_id: str, conf: dict[str, Any]) -> tuple[str, str, dict[str, str]]:
+        """Trigger ``dag_id``, wait for the run to end; ``(run_id, state, {task_id: state})``."""
+        body: dict[str, Any] = {"conf": conf}
+        if AIRFLOW_V_3_0_PLUS:
+            body["logical_date"] = None
+        trigger = self.http.post(f"{self.rest}/dags/{dag_id}/dagRuns", json=body, timeout=10)
+        assert trigger.status_code == 200, trigger.text
+        run_id = str(trigger.json()["dag_run_id"])
+
+        def finished() -> str | None:
+            state = self.get(f"/dags/{dag_id}/dagRuns/{quote(run_id)}").get("state")
+            return state if state in ("success", "failed") else None
+
+        state = _wait_for(f"run {run_id} to finish", finished, self.stack, RUN_TIMEOUT, interval=2.0)
+        tis = self.get(f"/dags/{dag_id}/dagRuns/{quote(run_id)}/taskInstances")["task_instances"]
+        return run_id, state, {ti["task_id"]: ti["state"] for ti in tis}
+
+    def envelope_link(self, dag_id: str, run_id: str) -> str:
+        links = self.get(f"/dags/{dag_id}/dagRuns/{quote(run_id)}/taskInstances/create_envelope/links")
+        return str(links.get("extra_links", links)["Docsign envelope"])
+
+
+def _contract_run(rest: _Rest, stack: _Stack, tmp_path: Path, archive_dir: Path, name: str) -> str:
+    """One run of the contract DAG, which must succeed: its run id."""
+    conf = {"archive_dir": str(archive_dir), "work_dir": str(tmp_path / "work" / name)}
+    run_id, state, ti_states = rest.run(DAG_ID, conf)
+    assert state == "success", (
+        name,
+        ti_states,
+        stack.log("scheduler")[-4000:],
+        stack.log("triggerer")[-4000:],
+    )
+    assert set(ti_states.values()) == {"success"}, ti_states
+    return run_id
+
+
+def _assert_waited_in_the_triggerer(home: Path, run_id: str, job_id: int) -> None:
+    """The sensor's trigger crossed processes as serialized JSON and was run by the triggerer job."""
+    pattern = f"dag_id={DAG_ID}/run_id={run_id}/task_id=wait_for_signatures/attempt=*.log.trigger.*.log"
+    trigger_logs = list((home / "logs").rglob(pattern))
+    assert [p.name.rsplit(".", 2)[-2] for p in trigger_logs] == [str(job_id)], trigger_logs
+    trigger_log = trigger_logs[0].read_text()
+    assert "Poll 1:" in trigger_log, trigger_log[-3000:]
+    assert "reached COMPLETED" in trigger_log  # the trigger, not a worker poke, saw the signatures
+    assert "isn't defined" not in trigger_log
+    if AIRFLOW_V_3_0_PLUS:
+        assert "DocsignEnvelopeTrigger" in trigger_log  # the trigger's logger name (structlog)
+
+
+def _assert_archived(archive_dir: Path, sandbox: SandboxServer, run_id: str) -> dict[str, Any]:
+    """The run's signed PDFs are archived under its external id, equal to the sandbox's signed bytes."""
+    external_id = f"contract-{run_id}-ACME-001"
+    found = [(p, m) for p, m in load_manifests(archive_dir) if m["external_id"] == external_id]
+    found = [(p, m) for p, m in found if p.parent.name != m["envelope_id"]]  # not the webhook DAG's copy
+    assert len(found) == 1, [m["external_id"] for _, m in load_manifests(archive_dir)]
+    manifest_path, manifest = found[0]
+    assert len(manifest["files"]) == 3
+    for entry in manifest["files"]:
+        path = Path(entry["uri"].removeprefix("file://"))
+        expected = hashlib.sha256(sandbox.item_bytes(entry["item_id"], "signed")).hexdigest()
+        assert sha256_file(path) == expected == entry["sha256"]
+    assert json.loads(manifest_path.read_text())["status"] == "COMPLETED"
+    return manifest
+
+
 def test_contract_signing_on_a_live_airflow_stack(
     tmp_path: Path, slow_signing_sandbox: SandboxServer, api_key: str
 ) -> None:
@@ -207,79 +356,68 @@ def test_contract_signing_on_a_live_airflow_stack(
     for folder in (home, logs, archive_dir):
         folder.mkdir()
     port, webhook_port = _free_port(), _free_port()
-    env = _stack_env(home, port, slow_signing_sandbox, archive_dir, webhook_port)
-    subprocess.run([*AIRFLOW, "db", "migrate"], env=env, check=True, capture_output=True, timeout=600)
-    if not AIRFLOW_V_3_0_PLUS:
+    env = _stack_env(home, port, archive_dir, webhook_port)
+    assert not [k for k in env if k.startswith("AIRFLOW_CONN_")]  # no component gets a connection this way
+    (home / CONNECTIONS_FILE).write_text("{}")  # the secrets backend's file: empty for now
+    _airflow_cli(env, "db", "migrate")
+    # Source 1: the metadata database, as `airflow connections add` (or the UI) puts them there.
+    _connections_add(env, "docsign_default", _docsign_connection(slow_signing_sandbox))
+    if AIRFLOW_V_3_0_PLUS:
+        _connections_add(env, "docsign_webhook", {"conn_type": "generic", "password": WEBHOOK_SECRET})
+    else:
         # 2.x's "all admins": anonymous requests get the Admin role (loopback, throw-away home only).
         (home / "webserver_config.py").write_text('AUTH_ROLE_PUBLIC = "Admin"\n')
 
     stack = _Stack(env, logs)
-    api = f"http://127.0.0.1:{port}"
-    rest = f"{api}/api/v2" if AIRFLOW_V_3_0_PLUS else f"{api}/api/v1"
+    runs: dict[str, str] = {}
     try:
         for name, args in _components(port).items():
             stack.start(name, *args)
-
-        http = requests.Session()
+        rest = _Rest(port, stack)
+        rest.unpause(DAG_ID)
         if AIRFLOW_V_3_0_PLUS:
-            token = _wait_for(
-                "the api-server",
-                lambda: http.get(f"{api}/auth/token", timeout=5).json().get("access_token"),
-                stack,
-                STARTUP_TIMEOUT,
-            )
-            http.headers["Authorization"] = f"Bearer {token}"
-        _wait_for(
-            f"{DAG_ID} to be parsed and served",
-            lambda: http.get(f"{rest}/dags/{DAG_ID}", timeout=5).status_code == 200,
-            stack,
-            STARTUP_TIMEOUT,
-        )
-        unpause = http.patch(f"{rest}/dags/{DAG_ID}", json={"is_paused": False}, timeout=10)
-        assert unpause.status_code == 200, unpause.text
-        if AIRFLOW_V_3_0_PLUS:
-            _wait_for(
-                f"{WEBHOOK_DAG_ID} to be parsed and served",
-                lambda: http.get(f"{rest}/dags/{WEBHOOK_DAG_ID}", timeout=5).status_code == 200,
-                stack,
-                STARTUP_TIMEOUT,
-            )
-            unpause = http.patch(f"{rest}/dags/{WEBHOOK_DAG_ID}", json={"is_paused": False}, timeout=10)
-            assert unpause.status_code == 200, unpause.text
+            rest.unpause(WEBHOOK_DAG_ID)
             # The triggerer runs the AssetWatcher's trigger: its listener must be up before the
             # envelope completes, or the sandbox's 4 attempts would find nobody.
             _wait_for("the webhook listener", lambda: _port_open(webhook_port), stack, STARTUP_TIMEOUT)
             slow_signing_sandbox.add_webhook(
                 f"http://127.0.0.1:{webhook_port}/", WEBHOOK_SECRET, ["DOCUMENT_COMPLETED"]
             )
-        conf = {"archive_dir": str(archive_dir), "work_dir": str(tmp_path / "work")}
-        body: dict[str, Any] = {"conf": conf}
+
+        runs["database"] = _contract_run(rest, stack, tmp_path, archive_dir, "database")
+        default_link = rest.envelope_link(DAG_ID, runs["database"])
+
+        # Source 2: Airflow's LocalFilesystemBackend. The database row goes, the file gets the
+        # connection, with a web_url of its own that the run's extra link then shows.
+        _airflow_cli(env, "connections", "delete", "docsign_default")
+        file_web_url = slow_signing_sandbox.base_url.removesuffix("/api/v2").replace("127.0.0.1", "localhost")
+        from_file = _docsign_connection(slow_signing_sandbox, web_url=file_web_url)
+        (home / CONNECTIONS_FILE).write_text(json.dumps({"docsign_default": from_file}))
+        runs["file"] = _contract_run(rest, stack, tmp_path, archive_dir, "file")
+        file_link = rest.envelope_link(DAG_ID, runs["file"])
+
         if AIRFLOW_V_3_0_PLUS:
-            body["logical_date"] = None
-        trigger = http.post(f"{rest}/dags/{DAG_ID}/dagRuns", json=body, timeout=10)
-        assert trigger.status_code == 200, trigger.text
-        run_id = trigger.json()["dag_run_id"]
-
-        def finished() -> str | None:
-            state = http.get(f"{rest}/dags/{DAG_ID}/dagRuns/{run_id}", timeout=5).json().get("state")
-            return state if state in ("success", "failed") else None
-
-        state = _wait_for(f"run {run_id} to finish", finished, stack, RUN_TIMEOUT, interval=2.0)
-        tis = http.get(f"{rest}/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances", timeout=10).json()
-        ti_states = {ti["task_id"]: ti["state"] for ti in tis["task_instances"]}
-        assert state == "success", (ti_states, stack.log("scheduler")[-4000:], stack.log("triggerer")[-4000:])
-        assert set(ti_states.values()) == {"success"}, ti_states
-        if AIRFLOW_V_3_0_PLUS:
-
-            def webhook_run() -> str | None:
-                runs = http.get(f"{rest}/dags/{WEBHOOK_DAG_ID}/dagRuns", timeout=5).json()["dag_runs"]
-                states = [r["state"] for r in runs]
-                return "success" if "success" in states else ("failed" if "failed" in states else None)
-
-            webhook_state = _wait_for(
-                f"a {WEBHOOK_DAG_ID} run", webhook_run, stack, RUN_TIMEOUT, interval=2.0
+            # Each completion webhook runs docsign_archive_on_completion, which archives the envelope
+            # again under its id: wait for both copies, then for every run of that DAG to end.
+            envelope_ids = [
+                _assert_archived(archive_dir, slow_signing_sandbox, r)["envelope_id"] for r in runs.values()
+            ]
+            _wait_for(
+                "the webhook DAG's archives",
+                lambda: all((archive_dir / e / "manifest.json").exists() for e in envelope_ids),
+                stack,
+                RUN_TIMEOUT,
+                interval=2.0,
             )
-            assert webhook_state == "success", (
+
+            def webhook_runs() -> list[str] | None:
+                states = [r["state"] for r in rest.get(f"/dags/{WEBHOOK_DAG_ID}/dagRuns")["dag_runs"]]
+                return states if states and all(s in ("success", "failed") for s in states) else None
+
+            webhook_states = _wait_for(
+                f"{WEBHOOK_DAG_ID} runs", webhook_runs, stack, RUN_TIMEOUT, interval=2.0
+            )
+            assert set(webhook_states) == {"success"}, (
                 slow_signing_sandbox.webhooks(),
                 stack.log("triggerer")[-4000:],
             )
@@ -287,43 +425,36 @@ def test_contract_signing_on_a_live_airflow_stack(
         stack.stop()
     assert all(proc.returncode is not None for proc in stack.procs.values())
 
-    # The sensor's trigger crossed processes as serialized JSON and was run by the separate
-    # triggerer: the task's trigger log is written by that triggerer job and holds the trigger's polls.
+    # Both waits deferred to the one triggerer process, which found the connection each time.
     job_ids = _triggerer_job_ids(home)
     assert len(job_ids) == 1, job_ids
-    trigger_logs = list((home / "logs").rglob("task_id=wait_for_signatures/attempt=*.log.trigger.*.log"))
-    assert [p.name.rsplit(".", 2)[-2] for p in trigger_logs] == [str(job_ids[0])], trigger_logs
-    trigger_log = trigger_logs[0].read_text()
-    assert "Poll 1:" in trigger_log, trigger_log[-3000:]
-    assert "reached COMPLETED" in trigger_log  # the trigger, not a worker poke, saw the signatures
-    if AIRFLOW_V_3_0_PLUS:
-        assert "DocsignEnvelopeTrigger" in trigger_log  # the trigger's logger name (structlog)
+    manifests = {}
+    for source, run_id in runs.items():
+        _assert_waited_in_the_triggerer(home, run_id, job_ids[0])
+        manifests[source] = _assert_archived(archive_dir, slow_signing_sandbox, run_id)
+
+    # Each run used the connection of its source: the link of the file's run has the file's web_url.
+    root = slow_signing_sandbox.base_url.removesuffix("/api/v2")
+    assert default_link == f"{root}/t/personal_sandbox/documents/{manifests['database']['envelope_id']}"
+    assert file_link == f"{file_web_url}/t/personal_sandbox/documents/{manifests['file']['envelope_id']}"
 
     # The API key never reached any component's output or any task/trigger log.
     for log_file in [*logs.iterdir(), *(home / "logs").rglob("*.log")]:
         assert api_key not in log_file.read_text(errors="replace"), log_file
 
-    # docsign_archive_on_completion (Airflow 3) archives under <envelope_id>/; the contract DAG under
-    # its externalId.
-    manifests = [(p, m) for p, m in load_manifests(archive_dir) if p.parent.name != m["envelope_id"]]
-    assert len(manifests) == 1
-    manifest_path, manifest = manifests[0]
-    assert manifest["external_id"] == f"contract-{run_id}-ACME-001"
-    assert len(manifest["files"]) == 3
-    for entry in manifest["files"]:
-        path = Path(entry["uri"].removeprefix("file://"))
-        expected = hashlib.sha256(slow_signing_sandbox.item_bytes(entry["item_id"], "signed")).hexdigest()
-        assert sha256_file(path) == expected == entry["sha256"]
-    assert json.loads(manifest_path.read_text())["status"] == "COMPLETED"
     if AIRFLOW_V_3_0_PLUS:
-        # The completion webhook (answered 200 at the first attempt) ran docsign_archive_on_completion
-        # through the AssetWatcher, which archived the same envelope under its id, with no sensor.
-        envelope_id = manifest["envelope_id"]
+        # The completion webhooks (answered 200 at the first attempt) ran docsign_archive_on_completion
+        # through the AssetWatcher, whose trigger read its secret from the database: each envelope was
+        # archived again under its id, with no sensor.
         deliveries = slow_signing_sandbox.webhooks()["deliveries"]
-        assert [(d["envelopeId"], d["attempts"]) for d in deliveries] == [(envelope_id, [200])]
-        by_webhook = json.loads((archive_dir / envelope_id / "manifest.json").read_text())
-        assert by_webhook["status"] == "COMPLETED"
-        assert {f["sha256"] for f in by_webhook["files"]} == {f["sha256"] for f in manifest["files"]}
+        envelope_ids = sorted(m["envelope_id"] for m in manifests.values())
+        assert sorted((d["envelopeId"], tuple(d["attempts"])) for d in deliveries) == [
+            (e, (200,)) for e in envelope_ids
+        ]
+        for manifest in manifests.values():
+            by_webhook = json.loads((archive_dir / manifest["envelope_id"] / "manifest.json").read_text())
+            assert by_webhook["status"] == "COMPLETED"
+            assert {f["sha256"] for f in by_webhook["files"]} == {f["sha256"] for f in manifest["files"]}
         for log_file in [*logs.iterdir(), *(home / "logs").rglob("*.log")]:
             assert WEBHOOK_SECRET not in log_file.read_text(errors="replace"), log_file
 

@@ -3,7 +3,9 @@
 Driven with asyncio against the sandbox over real HTTP; requests are counted at the sandbox's request
 log. Each trigger must still yield its own event (completed, rejected with the reason, cancelled), a
 429 storm on get-many must slow the poller down without losing any wait, and triggers asking for
-different poll intervals are not forced onto the fastest one's schedule.
+different poll intervals are not forced onto the fastest one's schedule. The connection is looked up
+once (with ``aget_connection``) for all the triggers of one connection id, not once per trigger; a
+connection that cannot be found ends each waiting trigger with an error event naming it.
 """
 
 from __future__ import annotations
@@ -105,6 +107,8 @@ def test_200_triggers_share_one_poller_and_each_gets_its_own_event(
     assert len(reads) < 200 * poller.stats.cycles / 10 + poller.stats.cycles
     # The poller stopped once the last trigger ended.
     assert poller.subscriptions == 0
+    # 200 triggers, one connection look-up.
+    assert poller.stats.lookups == 1
 
     for envelope_id, events in zip(ids, results, strict=True):
         assert len(events) == 1, events
@@ -233,3 +237,54 @@ def test_poller_slows_down_on_rate_limit_headers_before_any_429(
     assert 429 not in statuses
     assert poller.stats.throttled == 0
     assert poller.stats.paused_seconds > 0
+
+
+def test_one_look_up_per_connection_id_and_a_missing_connection_is_an_error_event(
+    sandbox: SandboxServer, docsign_conn: str, make_pdf: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two connection ids of one service share a poller and are looked up once each; a missing one fails."""
+    from helpers import conn_json
+
+    monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_SECOND", conn_json(sandbox))
+    hook = DocsignHook()
+    ids = _pending(hook, make_pdf(), 6)
+    for envelope_id in ids:
+        sandbox.complete(envelope_id)
+    deadline = time.time() + 60
+    triggers = [
+        *(DocsignEnvelopeTrigger([e], poll_interval=0.2, deadline=deadline) for e in ids[:3]),
+        *(
+            DocsignEnvelopeTrigger(
+                [e], docsign_conn_id="docsign_second", poll_interval=0.2, deadline=deadline
+            )
+            for e in ids[3:]
+        ),
+    ]
+    missing = [
+        DocsignEnvelopeTrigger([ids[0]], docsign_conn_id="docsign_nowhere", deadline=deadline)
+        for _ in range(2)
+    ]
+
+    async def scenario() -> tuple[
+        list[list[dict[str, Any]]], list[list[dict[str, Any]]], list[EnvelopePoller]
+    ]:
+        async def collect(trigger: DocsignEnvelopeTrigger) -> list[dict[str, Any]]:
+            return [event.payload async for event in trigger.run()]
+
+        waits = [asyncio.create_task(collect(t)) for t in triggers]
+        failed = [asyncio.create_task(collect(t)) for t in missing]
+        poller = await _poller(1)
+        results = await asyncio.wait_for(asyncio.gather(*waits), timeout=60)
+        errors = await asyncio.wait_for(asyncio.gather(*failed), timeout=60)
+        return results, errors, [poller, *active_pollers()]
+
+    results, errors, pollers = asyncio.run(scenario())
+
+    assert [events[0]["status"] for events in results] == ["success"] * 6
+    poller = pollers[0]
+    assert all(p is poller for p in pollers[1:])  # one poller for the one service
+    assert poller.stats.lookups == 2  # docsign_default and docsign_second, once each
+    for events in errors:
+        (event,) = events
+        assert event["status"] == "error", event
+        assert "docsign_nowhere" in event["message"]

@@ -1,6 +1,7 @@
 """Installation the way people install providers: the built sdist and wheel (``make dist``).
 
-Builds both with ``uv build``, checks them with ``twine check``, reads the wheel's metadata (supported
+Builds both with ``make dist`` (uv alone, in a tool venv of its own: no development venv), checks them
+with ``twine check``, reads the wheel's metadata (supported
 Pythons, extras with user-facing packages only), then installs the wheel ALONE (not the source tree)
 into a fresh venv with the Airflow version of this venv, and runs ``docsign --help`` and
 ``airflow providers triggers`` there. About a minute with a warm uv cache.
@@ -38,10 +39,18 @@ def _run(cmd: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("dist")
-    _run([str(BIN / "uv"), "build", "--quiet", "--out-dir", str(out), str(ROOT)])
+    """``make dist`` as a user runs it, into a temp folder, with a development venv that does not exist."""
+    work = tmp_path_factory.mktemp("dist")
+    out, tools, no_dev_venv = work / "dist", work / "build-venv", work / "no-dev-venv"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS"))}
+    make = ["make", "--no-print-directory", "dist", f"DIST_DIR={out}", f"BUILD_VENV={tools}"]
+    made = _run([*make, f"VENV={no_dev_venv}", f"PYTHON={sys.executable}"], cwd=ROOT, env=env)
+    # Only the build tool was installed: uv in its own venv, and nothing of the development venv.
+    assert not no_dev_venv.exists(), made.stdout
+    assert (tools / "bin" / "uv").exists()
     (wheel,) = out.glob("*.whl")
     (sdist,) = out.glob("*.tar.gz")
+    assert sorted(made.stdout.split()[-2:]) == sorted([sdist.name, wheel.name]), made.stdout
     return {"wheel": wheel, "sdist": sdist}
 
 

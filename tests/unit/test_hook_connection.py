@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -122,6 +123,32 @@ def test_uri_connection(monkeypatch: pytest.MonkeyPatch) -> None:
     assert hook.settings.timeout == (5.0, 5.0)
     assert hook.settings.verify is False
     assert hook.settings.api_key == KEY
+
+
+def test_asettings_looks_the_connection_up_asynchronously_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The triggers' path (aget_connection) gives the same settings as the sync one, cached on the hook."""
+    conn = {
+        "conn_type": "docsign",
+        "host": "http://127.0.0.1:8000/api/v2",
+        "password": KEY,
+        "extra": {"timeout": 7},
+    }
+    monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_ASYNC", json.dumps(conn))
+    hook = DocsignHook("docsign_async", max_retries=0)
+    settings = asyncio.run(hook.asettings())
+    assert settings == DocsignHook("docsign_async", max_retries=0).settings
+    assert (settings.base_url, settings.timeout, settings.retry.max_retries) == (conn["host"], (7.0, 7.0), 0)
+    monkeypatch.delenv("AIRFLOW_CONN_DOCSIGN_ASYNC")
+    # Looked up once: the sync path and a second await reuse it, with the connection gone meanwhile.
+    assert hook.settings is settings
+    assert asyncio.run(hook.asettings()) is settings
+
+
+def test_asettings_of_a_missing_connection_raises_airflows_not_found() -> None:
+    from airflow.exceptions import AirflowNotFoundException
+
+    with pytest.raises(AirflowNotFoundException, match="docsign_nowhere"):
+        asyncio.run(DocsignHook("docsign_nowhere").asettings())
 
 
 def test_uri_connection_defaults_to_https_and_api_path(monkeypatch: pytest.MonkeyPatch) -> None:

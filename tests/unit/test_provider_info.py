@@ -87,10 +87,12 @@ def test_every_named_class_and_module_imports() -> None:
 def test_connection_form_declares_base_url_key_and_extras() -> None:
     (conn,) = get_provider_info()["connection-types"]
     behaviour = conn["ui-field-behaviour"]
-    # The port is shown: Airflow 3.3.2's Test button refuses a connection stored without one.
+    # The port is shown: Airflow 3.3.0-3.3.2's Test button refuses a connection stored without one.
+    # Its label says when it is needed, its placeholder what to put there.
     assert set(behaviour["hidden-fields"]) == {"schema", "login"}
     assert behaviour["placeholders"]["host"] == "https://app.documenso.com/api/v2"
-    assert behaviour["placeholders"]["port"] == "443"
+    assert behaviour["relabeling"]["port"] == "Port (required for Test on Airflow 3.3.0-3.3.2)"
+    assert behaviour["placeholders"]["port"] == "443 for https, 80 for http, or the port in the URL"
     assert "password" in behaviour["relabeling"]
     assert {"timeout", "verify", "web_url", "signing_certificate_fingerprints"} <= set(conn["conn-fields"])
 

@@ -146,7 +146,7 @@ def test_the_guides_build_with_mkdocs_in_strict_mode(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "WARNING" not in done.stderr
     assert (site / "index.html").is_file()
-    assert (site / "cli" / "index.html").is_file()
+    assert (site / "cli.html").is_file()  # use_directory_urls: false (tests/unit/test_docs_site.py)
 
 
 def test_every_guide_is_in_the_mkdocs_nav() -> None:
