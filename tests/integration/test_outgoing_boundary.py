@@ -375,3 +375,34 @@ def test_script_characters_in_content_fields_do_reach_the_service(
     # (the service drops a prefilled field's label: recording templates/26)
     assert [(f.field_meta or {}).get("text") for f in envelope.fields if f.type == "TEXT"] == [value]
     hook.delete_envelope(result.envelope_id)
+
+
+@pytest.mark.parametrize(
+    ("name", "send", "where", "reads"),
+    [
+        # The real service answered 400 to a 255-character subject (its maximum is 254).
+        ("subject 255", lambda h, w: h.update_envelope(w.draft_id, meta={"subject": "s" * 255}), "meta.subject", []),
+        # A 1 MB label was created: the schema sets no bound, the default one applies.
+        ("label 1 MB", lambda h, w: h.create_fields(w.draft_id, [_field(w, label="L" * 1_000_000)]), "data[0].fieldMeta.label", ["draft"]),
+        ("javascript: link", lambda h, w: h.update_envelope(w.draft_id, meta={"redirectUrl": "javascript:alert(1)"}), "meta.redirectUrl", []),
+        ("data: link", lambda h, w: _use(h, w, override={"redirectUrl": "data:text/html,<b>x</b>"}), "override.redirectUrl", []),
+        ("dotless i", lambda h, w: h.create_recipients(w.draft_id, [{"email": "adm\u0131n@example.com", "name": "A", "role": "CC"}]), "data[0].email", []),
+        ("Kelvin sign", lambda h, w: h.update_recipients(w.draft_id, [{"id": w.recipient_id, "email": "\u212aim@example.com"}]), "data[0].email", []),
+        ("long s", lambda h, w: _create(h, w, recipients=[signer(email="\u017fam@example.com")]), "recipients[0].email", []),
+    ],
+)  # fmt: skip
+def test_lengths_links_and_lookalike_emails_never_reach_the_service(
+    hook: DocsignHook,
+    sandbox: SandboxServer,
+    world: World,
+    name: str,
+    send: Callable[[DocsignHook, World], Any],
+    where: str,
+    reads: list[str],
+) -> None:
+    sandbox.clear_requests()
+    with pytest.raises(DocsignValidationError) as info:
+        send(hook, world)
+    assert any(p.startswith(where) for p in info.value.problems), info.value.problems
+    expected = [f"GET /envelope/{world.draft_id}" for _ in reads]
+    assert [f"{r['method']} {r['path']}" for r in sandbox.requests()] == expected
