@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from airflow_provider_docsign._text import printable
 from airflow_provider_docsign.exceptions import DocsignSignatureError
 from airflow_provider_docsign.signatures import (
     COVERAGE_ENTIRE_FILE,
@@ -73,10 +74,10 @@ def failure_reason(report: SignatureReport | None, problem: str, *, signature_re
         lack of a signature is not an error (a signature they carry must still verify).
     """
     if report is None:
-        return problem
+        return printable(problem)
     if not report.signed:
         return "no digital signature" if signature_required else None
-    return "; ".join(report.problems) or None
+    return printable("; ".join(report.problems)) or None
 
 
 def summary(report: SignatureReport | None) -> str:
@@ -98,4 +99,4 @@ def summary(report: SignatureReport | None) -> str:
             parts.append(f"signed by {who}: signature intact, {scope}{trust}")
         else:
             parts.append(f"signed by {who}: FAILED ({'; '.join(check.problems)})")
-    return " | ".join(parts)
+    return printable(" | ".join(parts))  # a certificate's CN comes from the PDF: one log line, always

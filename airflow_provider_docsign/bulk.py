@@ -47,7 +47,8 @@ from airflow_provider_docsign.exceptions import (
 from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
 from airflow_provider_docsign.export import Column
 from airflow_provider_docsign.models import Envelope
-from airflow_provider_docsign.payloads import control_character_problems, validate_create_payload
+from airflow_provider_docsign.outgoing import check_request, text_problem
+from airflow_provider_docsign.payloads import validate_create_payload
 from airflow_provider_docsign.templates import validate_use_payload
 
 __all__ = [
@@ -279,7 +280,8 @@ class CampaignPlan:
             )
         elif len(campaign) > MAX_EXTERNAL_ID - 3:
             problems.append(f"campaign_id is {len(campaign)} characters; at most {MAX_EXTERNAL_ID - 3}")
-        problems.extend(control_character_problems(campaign, "campaign_id"))
+        if isinstance(campaign, str) and (found := text_problem(campaign, "campaign_id")):
+            problems.append(found)
         if not isinstance(self.key_column, str) or not self.key_column:
             problems.append("key_column must be a column name")
         if problems:
@@ -297,7 +299,8 @@ class CampaignPlan:
         problems: list[str] = []
         if not key.strip() or key != key.strip():
             problems.append(f"{self.key_column} {key!r} is empty or has surrounding spaces")
-        problems.extend(control_character_problems(key, self.key_column))
+        if found := text_problem(key, self.key_column):
+            problems.append(found)
         if len(self.external_id(key)) > MAX_EXTERNAL_ID:
             problems.append(
                 f"{self.key_column} is too long: the externalId <campaign id>(<key>) would exceed "
@@ -381,7 +384,7 @@ class CampaignPlan:
             if problems:
                 return problems
             try:
-                validate_use_payload(
+                payload, _, names = validate_use_payload(
                     template,
                     recipients=kwargs["recipients"],
                     prefill_fields=kwargs["prefill_fields"],
@@ -393,12 +396,14 @@ class CampaignPlan:
                 )
             except DocsignValidationError as err:
                 return list(err.problems)
-            return []
+            # The hook's outgoing check, run now on what the row would send: a row it would refuse
+            # is an invalid row before the campaign's first request, not a failed one mid-campaign.
+            return check_request("POST", "/envelope/use", payload=payload, file_names=names)
         kwargs, problems = self.create_kwargs(row, key)
         if problems:
             return problems
         try:
-            validate_create_payload(
+            payload, pdfs = validate_create_payload(
                 title=kwargs["title"],
                 files=kwargs["files"],
                 recipients=kwargs["recipients"],
@@ -408,7 +413,7 @@ class CampaignPlan:
             )
         except DocsignValidationError as err:
             return list(err.problems)
-        return []
+        return check_request("POST", "/envelope/create", payload=payload, file_names=[p.name for p in pdfs])
 
 
 def _sources(files: Any) -> Any:

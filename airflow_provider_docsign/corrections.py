@@ -31,9 +31,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_provider_docsign._text import printable
 from airflow_provider_docsign.attachments import FROZEN_MESSAGE, FROZEN_STATUSES
 from airflow_provider_docsign.exceptions import DocsignRefusedLocallyError
 from airflow_provider_docsign.models import Envelope, EnvelopeStatus, Recipient
+from airflow_provider_docsign.outgoing import email_problem
 from airflow_provider_docsign.payloads import FIELD_TYPES, RECIPIENT_ROLES
 
 __all__ = [
@@ -209,7 +211,7 @@ def recipient_problems(recipients: Any) -> list[str]:
         if not isinstance(r, dict):
             problems.append(f"{label}: must be an object, not {type(r).__name__}")
             continue
-        label += f" ({r.get('email') or r.get('name') or 'no email'})"
+        label += f" ({printable(r.get('email') or r.get('name') or 'no email', 100)})"
         if "fields" in r:
             problems.append(
                 f"{label}: fields cannot be added with a recipient here; use DocsignAddFieldsOperator"
@@ -218,8 +220,10 @@ def recipient_problems(recipients: Any) -> list[str]:
         if unknown:
             problems.append(f"{label}: unknown key(s) {unknown}")
         email = r.get("email")
-        if not isinstance(email, str) or len(email) > 254 or (email and "@" not in email):
-            problems.append(f'{label}: email must be an e-mail address (or ""), at most 254 characters')
+        # the one e-mail rule of the package (ASCII, IDNA-encoded domains; see outgoing.email_problem)
+        why = email_problem(email.strip()) if isinstance(email, str) and email.strip() else None
+        if not isinstance(email, str) or why:
+            problems.append(f'{label}: email must be an e-mail address (or ""){f" ({why})" if why else ""}')
         name = r.get("name", "")
         if not isinstance(name, str) or len(name) > 255:
             problems.append(f"{label}: name must be a string of at most 255 characters")

@@ -23,6 +23,7 @@ from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from airflow_provider_docsign._text import printable
 from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.models import Recipient, parse_ts
 
@@ -309,5 +310,5 @@ def mask_email(email: Any) -> str:
         return "(no e-mail)"
     local, at, domain = email.partition("@")
     if not at:
-        return email[:1] + "***"
-    return f"{local[:1]}***@{domain}"
+        return printable(email[:1]) + "***"
+    return printable(f"{local[:1]}***@{domain}", 300)

@@ -4,13 +4,16 @@ Every check collects its problems instead of stopping at the first one, so a sin
 :class:`~airflow_provider_docsign.exceptions.DocsignValidationError` lists everything wrong, each line
 naming the recipient, field and file concerned. Page counts are read with pypdf from an open stream
 (never by loading a whole file into memory).
+
+The characters and lengths of the strings, and the e-mail addresses, are not checked here: every
+request is checked once where it leaves the hook (:mod:`airflow_provider_docsign.outgoing`), against the
+service's own schema, and the problems name each field by its JSON path.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
@@ -26,7 +29,6 @@ __all__ = [
     "SIGNATURE_FIELD_TYPES",
     "ItemPages",
     "PdfFile",
-    "control_character_problems",
     "count_pdf_pages",
     "inspect_files",
     "source_label",
@@ -53,55 +55,10 @@ FIELD_TYPES = (
 SIGNATURE_FIELD_TYPES = ("SIGNATURE", "FREE_SIGNATURE")
 #: Roles that cannot hold fields (the service refuses fields for them).
 ROLES_WITHOUT_FIELDS = ("CC", "VIEWER")
+#: The service's limit on titles, external ids and names (checked with every outgoing string).
 MAX_TEXT_LENGTH = 255
 MAX_EMAIL_LENGTH = 254
 PDF_MAGIC = b"%PDF-"
-# The same shape the service's schema accepts (a zod e-mail): a dotted domain with a 2+ letter TLD.
-_EMAIL = re.compile(
-    r"^(?!\.)(?!.*\.\.)[A-Z0-9_'+\-.]*[A-Z0-9_+-]@([A-Z0-9][A-Z0-9\-]*\.)+[A-Z]{2,}$", re.IGNORECASE
-)
-
-
-# C0 control characters (U+0000-U+001F) but the tab. NUL and the others are refused in anything
-# sent: the service stores them (a NUL breaks its PostgreSQL text columns with a 500), and CR/LF in a
-# title or name forges lines wherever it is later logged or e-mailed.
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f]")
-# Except CR and LF in the keys that are multi-line e-mail text by design.
-_CONTROL_MULTILINE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
-#: Keys whose value is multi-line text (an e-mail body): CR and LF are allowed there.
-MULTILINE_KEYS = frozenset({"message"})
-
-
-def control_character_problems(value: Any, where: str, *, _depth: int = 0) -> list[str]:
-    """Problems for every string in ``value`` (nested objects and lists too) holding a control character.
-
-    C0 control characters (U+0000-U+001F) are refused, except the tab; CR and LF are allowed in the
-    multi-line keys of :data:`MULTILINE_KEYS` (``meta.message``). Each problem names the field by its
-    path (``recipients[0].name``) and the character (``U+0000``), never the whole value.
-
-    :param value: What is about to be sent (a string, a mapping, a list...).
-    :param where: The name of ``value`` in messages (``title``, ``meta``...).
-    """
-    if _depth > 32:
-        return [f"{where}: nested too deeply"]
-    if isinstance(value, str):
-        key = where.rsplit(".", 1)[-1]
-        pattern = _CONTROL_MULTILINE if key in MULTILINE_KEYS else _CONTROL
-        found = pattern.search(value)
-        if found is None:
-            return []
-        return [
-            f"{where} contains the control character U+{ord(found.group()):04X} at position "
-            f"{found.start()}; remove it (only tabs are allowed)"
-        ]
-    problems: list[str] = []
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            problems.extend(control_character_problems(item, f"{where}.{key}", _depth=_depth + 1))
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            problems.extend(control_character_problems(item, f"{where}[{index}]", _depth=_depth + 1))
-    return problems
 
 
 def _stripped_email(recipient: Mapping[str, Any]) -> dict[str, Any]:
@@ -230,8 +187,6 @@ def _check_text(value: Any, what: str, problems: list[str], *, required: bool) -
         return
     if required and not value.strip():
         problems.append(f"{what} must not be empty")
-    if len(value.strip()) > MAX_TEXT_LENGTH:
-        problems.append(f"{what} is {len(value.strip())} characters long; the maximum is {MAX_TEXT_LENGTH}")
 
 
 def _check_geometry(
@@ -301,17 +256,9 @@ def _check_recipient_core(recipient: Mapping[str, Any], label: str, problems: li
     email = recipient.get("email")
     if not isinstance(email, str):
         problems.append(f"{label}: 'email' must be a string (it may be empty)")
-    else:
-        email = email.strip()  # stripped once: what is checked here is what is sent
-        if len(email) > MAX_EMAIL_LENGTH:
-            problems.append(f"{label}: email is longer than {MAX_EMAIL_LENGTH} characters")
-        elif email and not _EMAIL.match(email):
-            problems.append(f"{label}: {email!r} is not a valid e-mail address")
     name = recipient.get("name")
     if name is not None and not isinstance(name, str):
         problems.append(f"{label}: 'name' must be a string")
-    elif isinstance(name, str) and len(name) > MAX_TEXT_LENGTH:
-        problems.append(f"{label}: name is longer than {MAX_TEXT_LENGTH} characters")
     return role if isinstance(role, str) else None
 
 
@@ -366,9 +313,6 @@ def validate_create_payload(
     problems: list[str] = []
     _check_text(title, "title", problems, required=True)
     _check_text(external_id, "externalId", problems, required=False)
-    sent = {"title": title, "externalId": external_id, "folderId": folder_id, "recipients": recipients}
-    for key, value in {**sent, "meta": meta, **(payload_extra or {})}.items():
-        problems.extend(control_character_problems(value, key))
     if envelope_type not in ENVELOPE_TYPES:
         problems.append(f"type {envelope_type!r} is unknown (known: {', '.join(ENVELOPE_TYPES)})")
     if folder_id is not None and (not isinstance(folder_id, str) or not folder_id.strip()):
@@ -457,7 +401,6 @@ def validate_fields_for_envelope(
         if not isinstance(field, Mapping):
             problems.append(f"{where}: must be an object")
             continue
-        problems.extend(control_character_problems(dict(field), f"fields[{f_index}]"))
         ftype = field.get("type")
         rid = field.get("recipientId")
         recipient = recipients.get(rid) if isinstance(rid, int) and not isinstance(rid, bool) else None
@@ -512,7 +455,6 @@ def validate_recipients_for_envelope(
         if not isinstance(recipient, Mapping):
             problems.append(f"{label}: must be an object")
             continue
-        problems.extend(control_character_problems(dict(recipient), f"recipients[{index}]"))
         if update:
             rid = recipient.get("id")
             if not isinstance(rid, int) or isinstance(rid, bool) or rid < 1:

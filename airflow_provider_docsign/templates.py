@@ -27,15 +27,7 @@ from typing import Any
 from airflow_provider_docsign.attachments import normalize_attachments
 from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.models import Envelope, Field, Recipient
-from airflow_provider_docsign.payloads import (
-    _EMAIL,
-    MAX_EMAIL_LENGTH,
-    MAX_TEXT_LENGTH,
-    SIGNATURE_FIELD_TYPES,
-    PdfFile,
-    control_character_problems,
-    inspect_files,
-)
+from airflow_provider_docsign.payloads import SIGNATURE_FIELD_TYPES, PdfFile, inspect_files
 from airflow_provider_docsign.payloads import source_label as _source_label
 
 __all__ = [
@@ -200,14 +192,11 @@ def _map_recipients(recipients: Any, template: Envelope, problems: list[str]) ->
             email = email.strip()  # stripped once: what is checked is what is sent
         if not isinstance(email, str) or not email:
             problems.append(f"{where}: 'email' must be a non-empty e-mail address")
-        elif len(email) > MAX_EMAIL_LENGTH or not _EMAIL.match(email):
-            problems.append(f"{where}: {email!r} is not a valid e-mail address")
-        problems.extend(control_character_problems(dict(spec), f"recipients[{index}]"))
         entry: dict[str, Any] = {"id": target.id, "email": email}
         name = spec.get("name")
         if name is not None:
-            if not isinstance(name, str) or len(name) > MAX_TEXT_LENGTH:
-                problems.append(f"{where}: 'name' must be a string of at most {MAX_TEXT_LENGTH} characters")
+            if not isinstance(name, str):
+                problems.append(f"{where}: 'name' must be a string")
             entry["name"] = name
         order = spec.get("signingOrder", spec.get("signing_order"))
         if order is not None:
@@ -464,16 +453,6 @@ def validate_use_payload(
         problems.append("external_id must be a string of at most 255 characters")
     if folder_id is not None and (not isinstance(folder_id, str) or not folder_id.strip()):
         problems.append(f"folder_id must be a non-empty string, not {folder_id!r}")
-    sent = {
-        "prefill_fields": prefill_fields,
-        "external_id": external_id,
-        "folder_id": folder_id,
-        "override": override,
-        "attachments": attachments,
-        "form_values": form_values,
-    }
-    for key, value in sent.items():
-        problems.extend(control_character_problems(value, key))
     checked_attachments: list[dict[str, str]] = []
     if attachments:
         checked_attachments, found = normalize_attachments(attachments)
@@ -486,8 +465,8 @@ def validate_use_payload(
             if unknown:
                 problems.append(f"override: unknown keys {unknown} (known: {', '.join(_OVERRIDE_KEYS)})")
             title = override.get("title")
-            if title is not None and (not isinstance(title, str) or not 1 <= len(title.strip()) <= 255):
-                problems.append("override.title must be 1-255 characters")
+            if title is not None and (not isinstance(title, str) or not title.strip()):
+                problems.append("override.title must be a non-empty string")
     if problems:
         raise DocsignValidationError(problems, f"use_template request for {template.id}")
     payload: dict[str, Any] = {"envelopeId": template.id, "recipients": mapped}

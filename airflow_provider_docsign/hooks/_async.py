@@ -105,6 +105,7 @@ class AsyncMethods:
 
         if call.kind != READ:
             raise DocsignError("the async path only performs reads")
+        ep.check_outgoing(call)  # the same one check as the sync loop's
         await self.asettings()  # aget_connection: the sync look-up finds no DB connection in a triggerer
         client = self._get_async_client()
         url = self._url(call)

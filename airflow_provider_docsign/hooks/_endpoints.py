@@ -1,8 +1,10 @@
 """One definition per API operation, shared by the sync and async paths.
 
-Each builder returns a :class:`Call` (method, path relative to the base URL, query, JSON body, and
-whether the request reads, writes or creates, which decides the retry rules). Ids are checked here so
-that an empty or malformed id never reaches the service.
+Each builder returns a :class:`Call` (method, path relative to the base URL, query, JSON body or the
+parts of a multipart upload, and whether the request reads, writes or creates, which decides the retry
+rules). Ids are checked here so that an empty or malformed id never reaches the service. Every string a
+call carries is checked once, by :func:`check_outgoing`, where the hook sends it (its request loops), so a
+builder added later needs no text check of its own.
 """
 
 from __future__ import annotations
@@ -12,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from airflow_provider_docsign import outgoing
 from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.hooks._http import CREATE, READ, WRITE
 from airflow_provider_docsign.models import Envelope
-from airflow_provider_docsign.payloads import control_character_problems
 
 #: ``POST /envelope/get-many`` accepts 1..20 ids per call.
 GET_MANY_BATCH = 20
@@ -34,6 +36,10 @@ class Call:
     :param params: Query parameters.
     :param json: JSON body.
     :param what: A short description for error messages, e.g. ``"create envelope"``.
+    :param payload: The JSON ``payload`` part of a multipart upload (the hook builds the body from it,
+        ``files`` and ``names``, so what is checked is what is sent).
+    :param files: The upload sources of a multipart call, in order (one ``files`` part each).
+    :param names: The file name of each part.
     """
 
     method: str
@@ -42,6 +48,28 @@ class Call:
     params: Mapping[str, Any] | None = None
     json: Any = None
     what: str = ""
+    payload: Mapping[str, Any] | None = None
+    files: tuple[Any, ...] = ()
+    names: tuple[str, ...] = ()
+
+
+def check_outgoing(call: Call) -> None:
+    """The one check of what leaves: every string of the call's path, query, JSON body or multipart parts.
+
+    Called by the hook's request loops (sync and async) before the first attempt; see
+    :mod:`airflow_provider_docsign.outgoing` for the rules.
+
+    :raises DocsignValidationError: naming each field by its JSON path; nothing is sent.
+    """
+    outgoing.raise_for_request(
+        call.method,
+        call.path,
+        call.what,
+        json=call.json,
+        payload=call.payload,
+        params=call.params,
+        file_names=call.names,
+    )
 
 
 def check_str_id(value: Any, name: str) -> str:
@@ -65,7 +93,8 @@ def check_int_id(value: Any, name: str) -> int:
 
 
 def _q(value: Any) -> str:
-    return quote(str(value), safe="")
+    # surrogatepass: a lone surrogate is quoted (not a crash here) and refused by check_outgoing.
+    return quote(str(value), safe="", errors="surrogatepass")
 
 
 def _clean(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -95,9 +124,17 @@ def camel(changes: Mapping[str, Any]) -> dict[str, Any]:
 # -- envelopes ------------------------------------------------------------------------------------
 
 
-def create_envelope() -> Call:
-    """``POST /envelope/create`` (multipart; the body is built by the caller)."""
-    return Call("POST", "/envelope/create", CREATE, what="create envelope")
+def create_envelope(payload: Mapping[str, Any], files: Sequence[Any], names: Sequence[str]) -> Call:
+    """``POST /envelope/create``: multipart, the JSON ``payload`` and one ``files`` part per PDF."""
+    return Call(
+        "POST",
+        "/envelope/create",
+        CREATE,
+        what="create envelope",
+        payload=dict(payload),
+        files=tuple(files),
+        names=tuple(names),
+    )
 
 
 def get_envelope(envelope_id: str) -> Call:
@@ -244,9 +281,17 @@ def audit_log(envelope_id: str, *, page: int) -> Call:
 # -- templates ------------------------------------------------------------------------------------
 
 
-def use_template() -> Call:
-    """``POST /envelope/use`` (multipart; the body is built by the caller). Creates an envelope."""
-    return Call("POST", "/envelope/use", CREATE, what="use template")
+def use_template(payload: Mapping[str, Any], files: Sequence[Any], names: Sequence[str]) -> Call:
+    """``POST /envelope/use``: multipart, the JSON ``payload`` and replacement PDFs. Creates an envelope."""
+    return Call(
+        "POST",
+        "/envelope/use",
+        CREATE,
+        what="use template",
+        payload=dict(payload),
+        files=tuple(files),
+        names=tuple(names),
+    )
 
 
 def duplicate_envelope(envelope_id: str, *, include_recipients: bool, include_fields: bool) -> Call:
@@ -289,9 +334,17 @@ def delete_attachment(attachment_id: str) -> Call:
 # -- items ----------------------------------------------------------------------------------------
 
 
-def create_items() -> Call:
-    """``POST /envelope/item/create-many`` (multipart; the body is built by the caller)."""
-    return Call("POST", "/envelope/item/create-many", CREATE, what="add envelope items")
+def create_items(envelope_id: str, files: Sequence[Any], names: Sequence[str]) -> Call:
+    """``POST /envelope/item/create-many``: multipart, ``{"envelopeId"}`` and one ``files`` part per PDF."""
+    return Call(
+        "POST",
+        "/envelope/item/create-many",
+        CREATE,
+        what="add envelope items",
+        payload={"envelopeId": check_str_id(envelope_id, "envelope_id")},
+        files=tuple(files),
+        names=tuple(names),
+    )
 
 
 def update_items(envelope_id: str, data: Sequence[Mapping[str, Any]]) -> Call:
@@ -369,8 +422,6 @@ def reject_recipient(recipient_id: int, envelope_id: str, reason: str) -> Call:
     rid = check_int_id(recipient_id, "recipient_id")
     if not isinstance(reason, str) or not reason.strip():
         raise DocsignValidationError(["reason must be a non-empty string"])
-    if control := control_character_problems(reason, "reason"):
-        raise DocsignValidationError(control)
     body = {"envelopeId": check_str_id(envelope_id, "envelope_id"), "reason": reason}
     return Call("POST", f"/envelope/recipient/{rid}/reject", WRITE, json=body, what="reject recipient")
 

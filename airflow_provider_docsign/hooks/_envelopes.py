@@ -18,11 +18,40 @@ from airflow_provider_docsign.expiry import merge_meta
 from airflow_provider_docsign.hooks import _endpoints as ep
 from airflow_provider_docsign.hooks._endpoints import camel
 from airflow_provider_docsign.hooks._protocol import HookCore
-from airflow_provider_docsign.hooks._transfer import multipart_body
 from airflow_provider_docsign.models import Envelope, EnvelopeStatus, EnvelopeSummary
-from airflow_provider_docsign.payloads import control_character_problems, validate_create_payload
+from airflow_provider_docsign.payloads import validate_create_payload
 
 log = logging.getLogger("airflow_provider_docsign.hooks.docsign")
+
+#: The flags of ``meta.emailSettings`` (v2.17 ``ZDocumentEmailSettingsSchema``).
+EMAIL_SETTINGS = (
+    "recipientSigningRequest",
+    "recipientRemoved",
+    "recipientSigned",
+    "documentPending",
+    "documentCompleted",
+    "documentDeleted",
+    "ownerDocumentCompleted",
+    "ownerRecipientExpired",
+    "ownerDocumentCreated",
+)
+
+
+def _keep_email_settings(hook: HookCore, envelope_id: str, meta: Mapping[str, Any] | None) -> Any:
+    """``meta`` with a partial ``emailSettings`` completed from the envelope's current flags.
+
+    The real service (v2.17) parses ``meta.emailSettings`` with a default of ``true`` for every flag it
+    leaves out and then *replaces* the stored object, on ``/envelope/update`` and on
+    ``/envelope/distribute`` alike: turning one e-mail off would turn back on every other one the team
+    had turned off. So a partial object is completed from the envelope (one extra read); a complete one,
+    or none, is sent as given.
+    """
+    given = meta.get("emailSettings") if isinstance(meta, Mapping) else None
+    if not isinstance(given, Mapping) or all(key in given for key in EMAIL_SETTINGS):
+        return meta
+    current = (hook.get_envelope(envelope_id).meta or {}).get("emailSettings")
+    kept = {k: v for k, v in current.items() if k in EMAIL_SETTINGS} if isinstance(current, Mapping) else {}
+    return {**dict(meta or {}), "emailSettings": {**kept, **given}}
 
 
 class EnvelopeMethods:
@@ -75,10 +104,8 @@ class EnvelopeMethods:
             envelope_type=envelope_type,
             payload_extra=payload_extra,
         )
-        call = ep.create_envelope()
-        response = self._send(
-            call, body=multipart_body(payload, sources, [p.name for p in pdfs]), external_id=external_id
-        )
+        call = ep.create_envelope(payload, sources, [p.name for p in pdfs])
+        response = self._send(call, external_id=external_id)
         body = self._json(response, call, external_id)
         if not isinstance(body, Mapping) or not body.get("id"):
             raise self._ambiguous(call, "the answer had no envelope id", external_id)
@@ -187,7 +214,11 @@ class EnvelopeMethods:
         meta: Mapping[str, Any] | None = None,
         **changes: Any,
     ) -> EnvelopeSummary:
-        """Change an envelope's title, externalId, folder, visibility or meta.
+        """Change an envelope's title, externalId, folder, visibility or meta, keeping everything else.
+
+        The service changes only the keys given (``data`` and ``meta`` alike), with one exception this
+        method makes up for: a partial ``meta.emailSettings`` would reset the flags it leaves out to
+        ``true``, so it is completed from the envelope's current flags first (one extra read).
 
         :param envelope_id: The envelope id.
         :param data: Changes in the service's shape (``title``, ``externalId``, ``folderId``, ...).
@@ -200,19 +231,15 @@ class EnvelopeMethods:
         problems: list[str] = []
         for key in ("title", "externalId"):
             value = merged.get(key)
-            if (
-                key in merged
-                and value is not None
-                and (not isinstance(value, str) or len(value.strip()) > 255)
-            ):
-                problems.append(f"{key} must be a string of at most 255 characters")
+            if key in merged and value is not None and not isinstance(value, str):
+                problems.append(f"{key} must be a string")
         if "title" in merged and not (isinstance(merged["title"], str) and merged["title"].strip()):
             problems.append("title must not be empty")
         if not merged and not meta:
             problems.append("nothing to update: give data, meta or keyword changes")
-        problems.extend(control_character_problems(merged, "data") + control_character_problems(meta, "meta"))
         if problems:
             raise DocsignValidationError(problems, "update_envelope")
+        meta = _keep_email_settings(self, envelope_id, meta)
         return EnvelopeSummary.from_json(self._call(ep.update_envelope(envelope_id, merged, meta)))
 
     def duplicate_envelope(
@@ -256,12 +283,14 @@ class EnvelopeMethods:
         if isinstance(title, str) and not title.strip():
             problems.append("title must not be empty")
         for key in ("title", "externalId"):
-            value = changes.get(key)
-            if key in changes and (not isinstance(value, str) or len(value.strip()) > 255):
-                problems.append(f"{key} must be a string of at most 255 characters")
-        problems.extend(control_character_problems(changes, "duplicate"))
+            if key in changes and not isinstance(changes[key], str):
+                problems.append(f"{key} must be a string")
         if problems:
             raise DocsignValidationError(problems, "duplicate_envelope")
+        if changes:
+            # The changes go out in an update after the copy exists: that request's one outgoing check
+            # runs now, so that a refused title never leaves a half-made copy behind.
+            ep.check_outgoing(ep.update_envelope(envelope_id, changes, None))
         call = ep.duplicate_envelope(
             envelope_id, include_recipients=include_recipients, include_fields=include_fields
         )
@@ -296,8 +325,10 @@ class EnvelopeMethods:
         Note (real service): an unknown or completed envelope answers HTTP 500, not 404.
 
         :param envelope_id: The envelope id.
-        :param meta: Meta to save before sending (``subject``, ``message``, ...).
+        :param meta: Meta to save before sending (``subject``, ``message``, ...); a partial
+            ``emailSettings`` is completed from the envelope's current flags (as in :meth:`update_envelope`).
         """
+        meta = _keep_email_settings(self, envelope_id, meta)
         body = self._call(ep.distribute_envelope(envelope_id, meta))
         return dict(body) if isinstance(body, Mapping) else {"response": body}
 

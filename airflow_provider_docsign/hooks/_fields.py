@@ -21,6 +21,31 @@ log = logging.getLogger("airflow_provider_docsign.hooks.docsign")
 _POSITION_KEYS = ("page", "positionX", "positionY")
 
 
+def merged_field_meta(current: Field, new_type: str, given: Any) -> Any:
+    """The ``fieldMeta`` to send for a field update: the current settings with the caller's changes.
+
+    The real service (v2.17) writes a field's ``fieldMeta`` whole on ``POST /envelope/field/update-many``,
+    and a request that leaves it out *resets* it to the type's defaults (documenso#3286; recordings
+    ``fieldmeta/50``-``52``: resizing a labelled, required TEXT field wiped its label, placeholder and
+    ``required``). So every update sends the field's current ``fieldMeta``, updated with the keys the
+    caller gave. When the type changes, the old type's settings do not apply: the caller's ``fieldMeta``
+    (or, without one, the new type's defaults) is what the field gets.
+
+    :param current: The field as read before the update.
+    :param new_type: The field's type after the update.
+    :param given: The caller's ``fieldMeta`` (``None``: no change).
+    """
+    if new_type == "FREE_SIGNATURE" or new_type != current.type or not current.field_meta:
+        return given
+    merged = dict(current.field_meta)
+    if isinstance(given, Mapping):
+        merged.update(given)
+    elif given is not None:
+        return given  # not an object: the validator reports it
+    merged.setdefault("type", new_type.lower())
+    return merged
+
+
 def _item_pages(
     hook: HookCore,
     envelope: Envelope,
@@ -89,12 +114,15 @@ class FieldMethods:
         *,
         page_counts: Mapping[str, int] | None = None,
     ) -> list[Field]:
-        """Change fields; a change of page or position deletes the field and creates it again.
+        """Change fields, keeping every setting not changed; a change of page or position recreates the field.
 
-        Documenso v2.17 silently ignores ``page``, ``positionX`` and ``positionY`` on update (the route
-        passes names its service does not read), so those changes are made by creating a new field with
-        the merged values and then deleting the old one. The returned list has one field per input, in
-        order; a recreated field has a **new id**.
+        The field's current ``fieldMeta`` (label, placeholder, ``required``...) is sent with every update,
+        with the keys given in ``fieldMeta`` changed: Documenso v2.17 resets a ``fieldMeta`` that an
+        update leaves out to the type's defaults (documenso#3286), and replaces a given one whole (see
+        :func:`merged_field_meta`). It also silently ignores ``page``, ``positionX`` and ``positionY`` on
+        update (the route passes names its service does not read), so those changes are made by creating
+        a new field with the merged values and then deleting the old one. The returned list has one field
+        per input, in order; a recreated field has a **new id**.
 
         :param envelope_id: The envelope id.
         :param fields: ``[{"id", "type"?, "page"?, "positionX"?, "positionY"?, "width"?, "height"?,
@@ -113,17 +141,19 @@ class FieldMethods:
                 problems.append(f"field #{index}: id {fid!r} is not a field of envelope {envelope_id}")
                 continue
             cur = current[fid]
+            new_type = spec.get("type", cur.type)
+            meta = merged_field_meta(cur, new_type, spec.get("fieldMeta"))
             merged.append(
                 {
                     "recipientId": cur.recipient_id,
                     "envelopeItemId": spec.get("envelopeItemId", cur.envelope_item_id),
-                    "type": spec.get("type", cur.type),
+                    "type": new_type,
                     "page": spec.get("page", cur.page),
                     "positionX": spec.get("positionX", cur.position_x),
                     "positionY": spec.get("positionY", cur.position_y),
                     "width": spec.get("width", cur.width),
                     "height": spec.get("height", cur.height),
-                    **({"fieldMeta": spec["fieldMeta"]} if spec.get("fieldMeta") is not None else {}),
+                    **({"fieldMeta": meta} if meta is not None else {}),
                 }
             )
         if problems:
@@ -145,13 +175,13 @@ class FieldMethods:
                 cur.position_y,
             )
             if moved:
-                if cur.field_meta is not None and "fieldMeta" not in new and new["type"] == cur.type:
-                    new["fieldMeta"] = cur.field_meta
                 moves.append((cur.id, new))
             else:
-                plain.append(
-                    {"type": new["type"], **{k: v for k, v in spec.items() if k not in _POSITION_KEYS}}
-                )
+                change = {k: v for k, v in spec.items() if k not in (*_POSITION_KEYS, "fieldMeta")}
+                change["type"] = new["type"]
+                if "fieldMeta" in new:
+                    change["fieldMeta"] = new["fieldMeta"]
+                plain.append(change)
         result: dict[int, Field] = {}
         if plain:
             body = self._call(ep.update_fields(envelope_id, plain))

@@ -10,7 +10,6 @@ from airflow_provider_docsign.hooks import _endpoints as ep
 from airflow_provider_docsign.hooks._endpoints import camel
 from airflow_provider_docsign.hooks._protocol import HookCore
 from airflow_provider_docsign.models import Folder
-from airflow_provider_docsign.payloads import control_character_problems
 
 
 class FolderMethods:
@@ -36,16 +35,15 @@ class FolderMethods:
     ) -> Folder:
         """Create a folder.
 
-        :param name: The name (2-100 characters).
+        :param name: The name (2-100 characters; the length limit is checked with every outgoing string).
         :param parent_id: Create it inside this folder.
         :param folder_type: ``DOCUMENT`` or ``TEMPLATE``.
         """
         problems = []
-        if not isinstance(name, str) or not 2 <= len(name.strip()) <= 100:
-            problems.append(f"folder name must be 2-100 characters, not {name!r}")
+        if not isinstance(name, str) or len(name.strip()) < 2:
+            problems.append(f"folder name must be at least 2 characters, not {name!r}")
         if folder_type not in ("DOCUMENT", "TEMPLATE"):
             problems.append(f"folder_type must be DOCUMENT or TEMPLATE, not {folder_type!r}")
-        problems.extend(control_character_problems({"name": name, "parentId": parent_id}, "folder"))
         if problems:
             raise DocsignValidationError(problems, "create_folder")
         return Folder.from_json(self._call(ep.create_folder(name, parent_id, folder_type)))
@@ -53,14 +51,13 @@ class FolderMethods:
     def update_folder(self: HookCore, folder_id: str, **changes: Any) -> Folder:
         """Rename, move (``parent_id=None`` moves to the root), pin or change the visibility of a folder.
 
+        The service (v2.17) changes only the keys given; nothing else is reset.
+
         :param folder_id: The folder id.
         :param changes: ``name``, ``parent_id``, ``visibility``, ``pinned`` (camelCase also accepted).
         """
         if not changes:
             raise DocsignValidationError(["nothing to update"], "update_folder")
-        problems = control_character_problems(changes, "folder")
-        if problems:
-            raise DocsignValidationError(problems, "update_folder")
         return Folder.from_json(self._call(ep.update_folder(folder_id, camel(changes))))
 
     def delete_folder(self: HookCore, folder_id: str) -> None:

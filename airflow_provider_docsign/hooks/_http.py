@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from airflow_provider_docsign import __version__
+from airflow_provider_docsign._text import printable
 from airflow_provider_docsign.exceptions import (
     DocsignAPIError,
     DocsignAuthError,
@@ -456,6 +457,11 @@ def api_error(
                 message = f"{message or 'Input validation failed'} ({'; '.join(details)})"
     if not message:
         message = f"the service answered HTTP {status}"
+    # The service's words may echo what someone typed (a title, a name): escaped, so that the message
+    # can never break or forge a line of a log, a terminal or an e-mail (str.splitlines splits on NEL
+    # and U+2028 too).
+    message = printable(message, 2000)
+    error_code = None if error_code is None else printable(error_code, 100)
     hint = _HINTS.get(status)
     if hint:
         message = f"{message} ({hint})"
@@ -490,4 +496,5 @@ def log_response_body(method: str, path: str, status: int, body: bytes, redact: 
     """
     if log.isEnabledFor(logging.DEBUG):
         text = body[:2048].decode("utf-8", "replace")
-        log.debug("Docsign %s %s -> %s body: %s", method, path, status, _blank_tokens(redact(text)))
+        text = printable(_blank_tokens(redact(text)))  # JSON may hold a raw U+2028: one line, always
+        log.debug("Docsign %s %s -> %s body: %s", method, path, status, text)

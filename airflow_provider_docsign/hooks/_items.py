@@ -16,9 +16,9 @@ from airflow_provider_docsign.hooks import _endpoints as ep
 from airflow_provider_docsign.hooks._endpoints import Call
 from airflow_provider_docsign.hooks._io import make_sink
 from airflow_provider_docsign.hooks._protocol import HookCore
-from airflow_provider_docsign.hooks._transfer import multipart_body, stream_download
+from airflow_provider_docsign.hooks._transfer import stream_download
 from airflow_provider_docsign.models import DownloadResult, EnvelopeItem
-from airflow_provider_docsign.payloads import check_files_only, control_character_problems, count_pdf_pages
+from airflow_provider_docsign.payloads import check_files_only, count_pdf_pages
 
 
 def _download(
@@ -43,10 +43,8 @@ class ItemMethods:
         ep.check_str_id(envelope_id, "envelope_id")
         sources = list(files) if not isinstance(files, str | bytes | os.PathLike) else [files]
         pdfs = check_files_only(sources, "add_envelope_items request")
-        call = ep.create_items()
-        response = self._send(
-            call, body=multipart_body({"envelopeId": envelope_id}, sources, [p.name for p in pdfs])
-        )
+        call = ep.create_items(envelope_id, sources, [p.name for p in pdfs])
+        response = self._send(call)
         body = self._json(response, call)
         items = [EnvelopeItem.from_json(i) for i in (body or {}).get("data") or []]
         return sorted(items, key=lambda i: (i.order or 0, i.id))
@@ -55,6 +53,8 @@ class ItemMethods:
         self: HookCore, envelope_id: str, items: Sequence[Mapping[str, Any]]
     ) -> list[EnvelopeItem]:
         """Rename and/or reorder items, then read the envelope back and check the change was applied.
+
+        The service (v2.17) changes only the ``title`` and ``order`` given; nothing else is reset.
 
         :param envelope_id: The envelope id.
         :param items: ``[{"envelopeItemId": ..., "title": ..., "order": ...}]`` (title and order optional).
@@ -74,12 +74,11 @@ class ItemMethods:
             if "title" not in item and "order" not in item:
                 problems.append(f"{where}: give a title and/or an order")
             title = item.get("title")
-            if "title" in item and (not isinstance(title, str) or not title.strip() or len(title) > 255):
-                problems.append(f"{where}: title must be 1-255 characters")
+            if "title" in item and (not isinstance(title, str) or not title.strip()):
+                problems.append(f"{where}: title must be a non-empty string")
             order = item.get("order")
             if "order" in item and (not isinstance(order, int) or isinstance(order, bool) or order < 1):
                 problems.append(f"{where}: order must be an integer >= 1")
-            problems.extend(control_character_problems(dict(item), f"items[{index}]"))
         if problems:
             raise DocsignValidationError(problems, "update_envelope_items")
         call = ep.update_items(envelope_id, items)

@@ -24,10 +24,7 @@ if TYPE_CHECKING:
     import httpx
     import requests
 
-__all__ = ["BodyFactory", "HookCore"]
-
-#: Builds a streaming request body: ``(data, extra headers, close)``; called once per attempt.
-BodyFactory = Callable[[], tuple[Any, dict[str, str], Callable[[], None]]]
+__all__ = ["HookCore"]
 
 
 class HookCore(Protocol):
@@ -55,7 +52,6 @@ class HookCore(Protocol):
         self,
         call: Call,
         *,
-        body: BodyFactory | None = None,
         stream: bool = False,
         headers: Mapping[str, str] | None = None,
         external_id: str | None = None,

@@ -38,6 +38,11 @@ class RecipientMethods:
     ) -> list[Recipient]:
         """Change recipients (by ``id``). Note: the service resets their send and signing status.
 
+        Only the keys given change: the service (v2.17) merges the change over the stored recipient and
+        keeps ``accessAuth``/``actionAuth`` when the request leaves them out (each one separately), so
+        nothing needs to be read and sent back. A role change to CC or VIEWER deletes the recipient's
+        fields.
+
         :param envelope_id: The envelope id.
         :param recipients: ``[{"id", "email"?, "name"?, "role"?, ...}]`` in the service's shape.
         """

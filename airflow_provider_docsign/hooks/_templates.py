@@ -18,7 +18,6 @@ from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
 from airflow_provider_docsign.expiry import merge_meta
 from airflow_provider_docsign.hooks import _endpoints as ep
 from airflow_provider_docsign.hooks._protocol import HookCore
-from airflow_provider_docsign.hooks._transfer import multipart_body
 from airflow_provider_docsign.models import Envelope, EnvelopeSummary
 from airflow_provider_docsign.templates import TemplateUse, validate_use_payload
 
@@ -172,9 +171,9 @@ class TemplateMethods:
             attachments=attachments,
             form_values=form_values,
         )
-        call = ep.use_template()
+        call = ep.use_template(payload, sources, names)
         ext = payload.get("externalId")
-        response = self._send(call, body=multipart_body(payload, sources, names), external_id=ext)
+        response = self._send(call, external_id=ext)
         body = self._json(response, call, ext)
         if not isinstance(body, Mapping) or not body.get("id"):
             raise self._ambiguous(call, "the answer had no envelope id", ext)

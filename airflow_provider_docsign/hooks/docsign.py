@@ -97,9 +97,9 @@ from airflow_provider_docsign.hooks._http import (
     settings_from_connection,
 )
 from airflow_provider_docsign.hooks._items import ItemMethods
-from airflow_provider_docsign.hooks._protocol import BodyFactory
 from airflow_provider_docsign.hooks._recipients import RecipientMethods
 from airflow_provider_docsign.hooks._templates import TemplateMethods
+from airflow_provider_docsign.hooks._transfer import multipart_body
 
 if TYPE_CHECKING:
     import httpx
@@ -396,12 +396,18 @@ class DocsignHook(
         self,
         call: Call,
         *,
-        body: BodyFactory | None = None,
         stream: bool = False,
         headers: Mapping[str, str] | None = None,
         external_id: str | None = None,
     ) -> requests.Response:
-        """Send ``call`` with the retry policy; return a 2xx response or raise a typed error."""
+        """Send ``call`` with the retry policy; return a 2xx response or raise a typed error.
+
+        Every request leaves through here (the async reads through ``_asend``): the call's strings are
+        checked first (:func:`~._endpoints.check_outgoing`), and a multipart body is built from the
+        checked ``call.payload`` and ``call.files`` only.
+        """
+        ep.check_outgoing(call)
+        body = multipart_body(call.payload, call.files, call.names) if call.payload is not None else None
         url = self._url(call)
         waited = 0.0
         attempt = 0

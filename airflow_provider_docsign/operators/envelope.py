@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import AirflowFailException, mask_secret
+from airflow_provider_docsign._text import printable
 from airflow_provider_docsign.exceptions import DocsignAmbiguousWriteError, DocsignValidationError
 from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
 from airflow_provider_docsign.expiry import period_meta_fields
@@ -210,7 +211,7 @@ class DocsignCreateEnvelopeOperator(DocsignBaseOperator):
                     "Creating envelope %r from %d file(s): %s",
                     self.title,
                     len(files),
-                    ", ".join(file_label(f) for f in files),
+                    printable(", ".join(file_label(f) for f in files)),
                 )
                 envelope_id = self.hook.create_envelope(
                     title=self.title,

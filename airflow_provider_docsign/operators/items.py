@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import AirflowFailException
+from airflow_provider_docsign._text import printable
 from airflow_provider_docsign.exceptions import (
     DocsignAmbiguousWriteError,
     DocsignAPIError,
@@ -77,7 +78,8 @@ class DocsignAddEnvelopeItemsOperator(DocsignBaseOperator):
             if adopted is not None:
                 self.log.info("Try %s: the files were added by a previous try as %s", try_number, adopted)
                 return adopted
-            self.log.info("Adding %d file(s) to envelope %s: %s", len(files), envelope_id, ", ".join(names))
+            listing = printable(", ".join(names))
+            self.log.info("Adding %d file(s) to envelope %s: %s", len(files), envelope_id, listing)
             created = self.hook.add_envelope_items(envelope_id, files)
         except PERMANENT_ERRORS as err:
             raise fail_now(err) from err

@@ -10,11 +10,11 @@ from typing import Any
 from . import pdfops
 from .errors import app_error, validation_error
 from .ids import cuid, envelope_item_id, recipient_token
-from .schemas import FIELD_META_DEFAULTS
+from .schemas import FIELD_META_DEFAULTS, FIELD_META_KEY_DEFAULTS
 from .state import SandboxState
 from .store import Obj
 from .upload import FormData, UploadedFile
-from .validation import MISSING, Spec, check
+from .validation import MISSING, Spec, check, refuse_unstorable
 
 MAX_ITEMS = 5
 PDF_TYPES = ("application/pdf",)
@@ -51,6 +51,32 @@ DEFAULT_META: dict[str, Any] = {
 _META_KEYS = tuple(DEFAULT_META)
 
 
+def email_settings(given: Any) -> dict[str, bool]:
+    """``emailSettings`` as the real service's schema parses it (v2.17, ``ZDocumentEmailSettingsSchema``).
+
+    Every flag the object leaves out becomes ``true`` and unknown keys are dropped; an object the schema
+    refuses (a flag that is not a boolean) becomes all ``true``. The stored object is then *replaced*
+    by this one: an update naming one flag resets every other flag to ``true``.
+    """
+    defaults: dict[str, bool] = dict(DEFAULT_META["emailSettings"])
+    if not isinstance(given, dict) or any(
+        key in given and not isinstance(given[key], bool) for key in defaults
+    ):
+        return defaults
+    return {key: given.get(key, default) for key, default in defaults.items()}
+
+
+def meta_update(given: dict[str, Any]) -> dict[str, Any]:
+    """The documentMeta keys a create, update or distribute writes (``emailSettings: null`` writes none)."""
+    out = dict(given)
+    if "emailSettings" in out:
+        if out["emailSettings"] is None:
+            del out["emailSettings"]
+        else:
+            out["emailSettings"] = email_settings(out["emailSettings"])
+    return out
+
+
 def new_meta(given: dict[str, Any] | None) -> dict[str, Any]:
     """DocumentMeta with team defaults for everything not given."""
     meta = {
@@ -61,7 +87,7 @@ def new_meta(given: dict[str, Any] | None) -> dict[str, Any]:
     for key in _META_KEYS:
         if key not in meta:
             meta[key] = json.loads(json.dumps(DEFAULT_META[key]))
-    for key, value in (given or {}).items():
+    for key, value in meta_update(given or {}).items():
         if key in meta and value is not MISSING:
             meta[key] = value
     return meta
@@ -91,17 +117,27 @@ def new_recipient(envelope_id: str, spec: dict[str, Any], store_next: int) -> Ob
     }
 
 
+def field_meta(kind: str, given: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The fieldMeta a create or an update stores for a field of type ``kind`` (see FIELD_META_DEFAULTS).
+
+    None given: the type's defaults (on an update, that *resets* the field's settings, as v2.17 does:
+    documenso#3286). Given: stored as given, with the few per-key defaults of the type's schema.
+    """
+    if kind == "FREE_SIGNATURE":
+        return None
+    if given is None:
+        default = FIELD_META_DEFAULTS.get(kind)
+        return json.loads(json.dumps(default)) if default is not None else None
+    meta = dict(given)
+    for key, value in FIELD_META_KEY_DEFAULTS.get(kind.lower(), {}).items():
+        meta.setdefault(key, value)
+    return meta
+
+
 def new_field(envelope_id: str, item_id: str, recipient_id: int, spec: dict[str, Any], field_id: int) -> Obj:
     """A stored field; coordinates kept as numbers, serialised as strings on output."""
     kind = spec["type"]
-    meta = spec.get("fieldMeta")
-    default = FIELD_META_DEFAULTS.get(kind)
-    if kind == "FREE_SIGNATURE":
-        meta = None
-    elif meta is None:
-        meta = json.loads(json.dumps(default)) if default is not None else None
-    else:
-        meta = {**(default or {}), **meta}
+    meta = field_meta(kind, spec.get("fieldMeta"))
     return {
         "envelopeId": envelope_id,
         "envelopeItemId": item_id,
@@ -135,6 +171,7 @@ def check_payload(raw: Any, spec: Spec, path: str) -> Any:
     payload = check(raw, spec, ["payload"], issues)
     if issues:
         raise validation_error(path, issues)
+    refuse_unstorable(payload, path)
     return payload
 
 

@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from . import pdfops, prefill
+from .builders import meta_update
 from .errors import ApiError, app_error, plain_error
 from .ids import cuid, iso, utcnow
 from .schemas import SIGNATURE_TYPES
@@ -126,7 +127,7 @@ def distribute(
                     path, "MISSING_SIGNATURE_FIELD", f"Recipient {rec['email']} is missing a signature field"
                 )
         if meta:
-            env["documentMeta"].update({k: v for k, v in meta.items()})
+            env["documentMeta"].update(meta_update(meta))
         method = env["documentMeta"].get("distributionMethod", "EMAIL")
         # Real service: prefilled fields are inserted when their recipient is first sent the envelope.
         prefill.auto_insert(store, envelope_id)

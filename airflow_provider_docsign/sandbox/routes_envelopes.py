@@ -18,6 +18,7 @@ from .builders import (
     check_files,
     check_item_limit,
     check_payload,
+    meta_update,
     new_field,
     new_meta,
     new_recipient,
@@ -270,7 +271,9 @@ async def update_envelope(request: Request) -> Response:
             # Real service: reminderSettings is stored but GET's documentMeta does not show it.
             if "reminderSettings" in meta:
                 env["_reminderSettings"] = meta.pop("reminderSettings")
-            env["documentMeta"].update(meta)
+            # Real service: each key given replaces the stored one; emailSettings is parsed with its
+            # defaults first, so a partial object resets the flags it leaves out (builders.email_settings).
+            env["documentMeta"].update(meta_update(meta))
         env["updatedAt"] = iso()
         store.put("envelope", env)
     return ok(views.envelope_lite(env))

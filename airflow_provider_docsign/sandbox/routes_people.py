@@ -7,7 +7,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from . import lifecycle, views
-from .builders import new_field, new_recipient
+from .builders import field_meta, new_field, new_recipient
 from .common import authenticate, envelope_or_404, json_body, ok, state_of, success
 from .errors import app_error
 from .schemas import (
@@ -254,7 +254,11 @@ async def create_fields(request: Request) -> Response:
 
 @router.post("/envelope/field/update-many")
 async def update_fields(request: Request) -> Response:
-    """Update fields, reproducing the v2.17 bug: ``page``, ``positionX`` and ``positionY`` are ignored."""
+    """Update fields, reproducing two v2.17 bugs: position changes are ignored, fieldMeta is reset.
+
+    ``page``, ``positionX`` and ``positionY`` are silently ignored, and a ``fieldMeta`` left out of the
+    request is reset to the type's defaults.
+    """
     path = "envelope.field.updateMany"
     authenticate(request, path)
     state = state_of(request)
@@ -278,10 +282,11 @@ async def update_fields(request: Request) -> Response:
             for key in ("width", "height"):
                 if key in spec:
                     fld[key] = spec[key]
-            if spec["type"] != fld["type"] or meta is not None:
-                fld["type"] = spec["type"]
-                if meta is not None:
-                    fld["fieldMeta"] = meta
+            # Real v2.17.0 bug (documenso#3286, recordings fieldmeta/50-52): the request schema defaults
+            # a missing fieldMeta to the type's defaults, and the service writes it: an update that
+            # leaves fieldMeta out resets the label, placeholder, required... A given one replaces it.
+            fld["type"] = spec["type"]
+            fld["fieldMeta"] = field_meta(spec["type"], meta)
             store.put("field", fld)
             updated.append(fld)
         legacy = views.legacy_ids(store, env["id"])

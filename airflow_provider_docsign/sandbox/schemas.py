@@ -29,7 +29,11 @@ ACTION_AUTH = ("ACCOUNT", "PASSKEY", "TWO_FACTOR_AUTH", "PASSWORD")
 LANGUAGES = ("de", "en", "fr", "es", "it", "nl", "pl", "pt-BR", "ja", "ko", "zh")
 DOWNLOAD_VERSIONS = ("original", "signed", "pending")
 
-# Defaults stored when a field is created without fieldMeta (as the real service stores them).
+# The type's fieldMeta defaults (v2.17 ``FIELD_*_META_DEFAULT_VALUES``, packages/lib/types/field-meta.ts):
+# the request schema of create-many, update-many and create defaults a *missing* fieldMeta to them, so a
+# field created without one stores them (TEXT and NUMBER as recorded, templates/21), and an update that
+# leaves fieldMeta out resets the field's label, placeholder, required... to them (documenso#3286,
+# recordings fieldmeta/50-52).
 FIELD_META_DEFAULTS: dict[str, dict[str, object] | None] = {
     "SIGNATURE": {"fontSize": 18, "overflow": "auto", "type": "signature"},
     "FREE_SIGNATURE": None,
@@ -47,7 +51,6 @@ FIELD_META_DEFAULTS: dict[str, dict[str, object] | None] = {
         "required": False,
         "readOnly": False,
     },
-    # As recorded (templates/21): a NUMBER field created without fieldMeta.
     "NUMBER": {
         "label": "",
         "placeholder": "",
@@ -57,9 +60,41 @@ FIELD_META_DEFAULTS: dict[str, dict[str, object] | None] = {
         "type": "number",
         "textAlign": "left",
     },
-    "RADIO": {"type": "radio", "values": [], "direction": "vertical"},
-    "CHECKBOX": {"type": "checkbox", "values": [], "direction": "vertical"},
-    "DROPDOWN": {"type": "dropdown", "values": []},
+    "RADIO": {
+        "type": "radio",
+        "fontSize": 12,
+        "values": [{"id": 1, "checked": False, "value": ""}],
+        "required": False,
+        "readOnly": False,
+        "direction": "vertical",
+    },
+    "CHECKBOX": {
+        "type": "checkbox",
+        "fontSize": 12,
+        "values": [{"id": 1, "checked": False, "value": ""}],
+        "validationRule": "",
+        "validationLength": 0,
+        "required": False,
+        "readOnly": False,
+        "direction": "vertical",
+    },
+    "DROPDOWN": {
+        "type": "dropdown",
+        "fontSize": 12,
+        "values": [{"value": "Option 1"}],
+        "defaultValue": "",
+        "required": False,
+        "readOnly": False,
+    },
+}
+# Inside a fieldMeta that *is* given, only these keys get a default (zod ``.optional().default()``); the
+# rest is stored as given (recording fieldmeta/50: label, placeholder, required and type, nothing more).
+FIELD_META_KEY_DEFAULTS: dict[str, dict[str, object]] = {
+    "signature": {"overflow": "auto"},
+    "email": {"overflow": "auto"},
+    "date": {"overflow": "auto"},
+    "radio": {"direction": "vertical"},
+    "checkbox": {"direction": "vertical"},
 }
 
 

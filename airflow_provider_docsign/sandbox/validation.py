@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ApiError, validation_error
+from .errors import ApiError, plain_error, validation_error
 
 _EMAIL = re.compile(r"^(?!\.)(?!.*\.\.)([A-Z0-9_'+\-.]*)[A-Z0-9_+-]@([A-Z0-9][A-Z0-9\-]*\.)+[A-Z]{2,}$", re.I)
 
@@ -259,7 +259,40 @@ def validate(value: Any, spec: Spec, trpc_path: str, prefix: Path | None = None)
     out = check(value, spec, list(prefix or []), issues)
     if issues:
         raise validation_error(trpc_path, issues)
+    refuse_unstorable(out, trpc_path)
     return out
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _has_lone_surrogate(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if depth > 64:
+        return False
+    if isinstance(value, dict):
+        return any(
+            _has_lone_surrogate(k, depth + 1) or _has_lone_surrogate(v, depth + 1) for k, v in value.items()
+        )
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v, depth + 1) for v in value)
+    return False
+
+
+def refuse_unstorable(value: Any, trpc_path: str) -> None:
+    r"""Answer a lone surrogate (``"\ud800"`` in the JSON text) as the real service does: HTTP 500.
+
+    JSON.parse and zod accept a lone surrogate (it is a valid JavaScript string), but the service's
+    database layer cannot encode it, and Prisma fails the query (prisma/orm#24989); tRPC answers an
+    unknown error as ``INTERNAL_SERVER_ERROR``, and nothing is written. Inferred from the source, not
+    recorded: the provider never sends one (``airflow_provider_docsign.outgoing``). The sandbox used to
+    store it and then fail every later answer that held it.
+    """
+    if _has_lone_surrogate(value):
+        raise plain_error(
+            trpc_path, "Invalid `prisma` invocation: the string holds a lone surrogate and cannot be stored"
+        )
 
 
 def raise_if(issues: list[dict[str, Any]], trpc_path: str) -> None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from airflow_provider_docsign._text import printable
 from airflow_provider_docsign.exceptions import (
     DocsignAPIError,
     DocsignAuthError,
@@ -188,7 +189,7 @@ class Rejection:
         if self.name:
             who += f" {self.name!r}"
         if self.email:
-            who += f" <{self.email}>"
+            who += f" <{printable(self.email, 254)}>"
         reason = repr(self.reason) if self.reason else "(no reason given)"
         return f"{who} with reason: {reason}"
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from helpers import signer
 
 from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS, AirflowFailException
@@ -63,13 +64,17 @@ def make_envelope(
             title=f"Contract {number}", files=files, recipients=[SIGNER], external_id=external_id
         )
         if titles is not None:
-            # Titles as another client of the service may set them: the hook itself refuses control
-            # characters (issue 22), so the update goes out through its HTTP layer unvalidated.
-            from airflow_provider_docsign.hooks import _endpoints as ep
-
+            # Titles as another client of the service (its web app) may set them: the hook refuses
+            # control characters wherever a request leaves it, so they are sent with plain requests.
             items = hook.get_envelope(envelope_id).items
             data = [{"envelopeItemId": item.id, "title": t} for item, t in zip(items, titles, strict=True)]
-            hook._call(ep.update_items(envelope_id, data))
+            answer = requests.post(
+                f"{sandbox.base_url}/envelope/item/update-many",
+                json={"envelopeId": envelope_id, "data": data},
+                headers={"Authorization": sandbox.api_key},
+                timeout=30,
+            )
+            assert answer.status_code == 200, answer.text
         if status == "DRAFT":
             return envelope_id
         hook.distribute_envelope(envelope_id)

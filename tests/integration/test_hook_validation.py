@@ -253,11 +253,11 @@ def test_control_characters_in_updates_folders_and_reasons_are_refused(
     sandbox.clear_requests()
     with pytest.raises(DocsignValidationError, match=r"data\.title contains the control character U\+0000"):
         hook.update_envelope(envelope_id, title="Renamed\x00")
-    with pytest.raises(DocsignValidationError, match=r"items\[0\]\.title contains the control character"):
+    with pytest.raises(DocsignValidationError, match=r"data\[0\]\.title contains the control character"):
         hook.update_envelope_items(envelope_id, [{"envelopeItemId": item_id, "title": "a\x1bb"}])
-    with pytest.raises(DocsignValidationError, match=r"folder\.name contains the control character"):
+    with pytest.raises(DocsignValidationError, match=r"- name contains the control character"):
         hook.create_folder("Contracts\x00")
-    with pytest.raises(DocsignValidationError, match=r"recipients\[0\]\.name contains the control character"):
+    with pytest.raises(DocsignValidationError, match=r"data\[0\]\.name contains the control character"):
         hook.update_recipients(envelope_id, [{"id": 1, "name": "Val\n"}])
     with pytest.raises(DocsignValidationError, match=r"reason contains the control character U\+000A"):
         hook.reject_recipient(1, envelope_id=envelope_id, reason="no\nX-Forged: yes")
@@ -283,9 +283,24 @@ def test_template_use_refuses_non_ascii_digits_and_nul_and_creates_nothing(
             prefill_fields={"amount": number},
             external_id="use\x00-1",
         )
-    text = "\n".join(info.value.problems)
-    assert f"{number!r} is not a number" in text
-    assert "recipients[0].name contains the control character U+0000" in text
-    assert "external_id contains the control character U+0000" in text
-    assert [r["method"] for r in sandbox.requests()] == ["GET"]  # only the template was read
+    assert info.value.problems == [
+        f"prefill_fields[0] (field {_amount_id(hook, template_id)} NUMBER 'amount'): {number!r} is not a "
+        "number (e.g. '1250.50')"
+    ]
+    # With the number fixed, the one outgoing check lists both control characters, by JSON path.
+    with pytest.raises(DocsignValidationError) as info:
+        hook.use_template(
+            template_id, recipients=recipients, prefill_fields={"amount": "123"}, external_id="use\x00-1"
+        )
+    assert [p.split(" at position")[0] for p in info.value.problems] == [
+        "recipients[0].name contains the control character U+0000",
+        "externalId contains the control character U+0000",
+    ]
+    assert {r["method"] for r in sandbox.requests()} == {"GET"}  # only the template was read
     assert sorted(e.id for e in hook.find_envelopes()) == before
+
+
+def _amount_id(hook: DocsignHook, template_id: str) -> int:
+    return next(
+        f.id for f in hook.get_template(template_id).fields if (f.field_meta or {}).get("label") == "amount"
+    )

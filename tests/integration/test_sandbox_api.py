@@ -442,3 +442,31 @@ def test_redistribute_and_audit_downloads(sandbox: SandboxServer, make_pdf: Call
     assert "signer@example.com" in PdfReader(io.BytesIO(cert.content)).pages[0].extract_text()
     missing = get(sandbox, "/envelope/envelope_nosuchenvelopexx/audit-log/download")
     assert (missing.status_code, missing.json()) == (404, {"error": "Document not found"})
+
+
+def test_a_lone_surrogate_is_a_500_that_stores_nothing(
+    sandbox: SandboxServer, make_pdf: Callable[..., Path]
+) -> None:
+    # The real service's database layer cannot store a lone surrogate: the query fails (prisma/orm#24989)
+    # and tRPC answers the unknown error as 500 INTERNAL_SERVER_ERROR, with nothing written. The sandbox
+    # used to store it, answer 500 as plain text, and then fail every later folder listing.
+    tag = _tag()
+    answer = post(sandbox, "/folder/create", {"name": f"Folder {tag} \ud800"})
+    assert answer.status_code == 500
+    assert answer.json() == {
+        "message": answer.json()["message"],
+        "code": "INTERNAL_SERVER_ERROR",
+        "data": {"code": "INTERNAL_SERVER_ERROR", "httpStatus": 500, "path": "folder.createFolder"},
+    }
+    listing = get(sandbox, "/folder")
+    assert listing.status_code == 200
+    assert not [f for f in listing.json()["data"] if tag in f["name"]]
+    # The same for a multipart payload part.
+    created = create(sandbox, [make_pdf("surrogate.pdf")], title=f"Title {tag} \udc00")
+    assert created.status_code == 500
+    assert created.json()["data"] == {
+        "code": "INTERNAL_SERVER_ERROR",
+        "httpStatus": 500,
+        "path": "envelope.create",
+    }
+    assert get(sandbox, "/envelope", params={"query": tag}).json()["count"] == 0

@@ -210,6 +210,27 @@ def test_pdf_rows_are_checked_with_the_create_validator(tmp_path: Path) -> None:
     ]
 
 
+def test_rows_the_outgoing_check_would_refuse_are_invalid_before_any_request(tmp_path: Path) -> None:
+    """A row is judged by the same rules the hook applies when the request leaves (outgoing.py)."""
+    from airflow_provider_docsign.samples import write_sample_pdf
+
+    pdf = write_sample_pdf(tmp_path / "a.pdf", title="a")
+    field = {"identifier": 0, "type": "SIGNATURE", "page": 1, "positionX": 10, "positionY": 10}
+    signer = {"email": "{email}", "name": "{name}", "role": "SIGNER", "fields": [{**field, "width": 20}]}
+    signer["fields"][0]["height"] = 5
+    plan = CampaignPlan(campaign_id="c", title="T {row_key}", files=[str(pdf)], recipients=[signer])
+    assert plan.problems({"row_key": "1", "email": "s@x.test", "name": "Sam"}, "1", {}) == []
+    bidi = plan.problems({"row_key": "1", "email": "s@x.test", "name": "Sam\u202egnp.exe"}, "1", {})
+    assert len(bidi) == 1
+    assert "recipients[0].name" in bidi[0]
+    assert "U+202E" in bidi[0]
+    look_alike = plan.problems({"row_key": "1", "email": "adm\u0131n@x.test", "name": "Sam"}, "1", {})
+    assert len(look_alike) == 1
+    assert "recipients[0].email" in look_alike[0]
+    _, key_problems = plan.key_of({"row_key": "a\u200bb"})
+    assert any("U+200B" in p for p in key_problems)
+
+
 def test_a_template_that_could_not_be_read_makes_its_rows_invalid() -> None:
     plan = CampaignPlan(campaign_id="c", template_id="envelope_gone")
     assert plan.problems({"row_key": "1"}, "1", {"envelope_gone": "cannot be used (404)"}) == [

@@ -10,6 +10,7 @@ from helpers import sig, signer
 
 from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.models import Recipient
+from airflow_provider_docsign.outgoing import check_request
 from airflow_provider_docsign.payloads import (
     ItemPages,
     inspect_files,
@@ -113,10 +114,14 @@ def test_signer_without_signature_field(make_pdf: Callable[..., Path]) -> None:
     )
 
 
-def test_title_and_external_id_length(make_pdf: Callable[..., Path]) -> None:
-    problems = problems_of(title="x" * 256, external_id="e" * 256, files=[make_pdf()], recipients=[signer()])
-    assert any(p.startswith("title is 256 characters") for p in problems)
-    assert any(p.startswith("externalId is 256 characters") for p in problems)
+def test_title_and_external_id_length_are_left_to_the_outgoing_check(make_pdf: Callable[..., Path]) -> None:
+    payload, _ = validate_create_payload(
+        title="x" * 256, external_id="e" * 256, files=[make_pdf()], recipients=[signer()]
+    )
+    assert sorted(check_request("POST", "/envelope/create", payload=payload)) == [
+        "externalId is 256 characters long; the maximum is 255",
+        "title is 256 characters long; the maximum is 255",
+    ]
     assert any("title must not be empty" in p for p in problems_of(title="  ", files=[make_pdf()]))
 
 
@@ -130,7 +135,6 @@ def test_every_problem_is_listed(tmp_path: Path, make_pdf: Callable[..., Path]) 
         ],
     )
     assert len(problems) >= 5
-    assert any("not a valid e-mail" in p for p in problems)
 
 
 def test_file_object_and_bad_email(make_pdf: Callable[..., Path]) -> None:
@@ -140,8 +144,12 @@ def test_file_object_and_bad_email(make_pdf: Callable[..., Path]) -> None:
     _payload, pdfs = validate_create_payload(title="t", files=[stream], recipients=[signer()])
     assert pdfs[0].page_count == 1
     assert stream.tell() == 0  # position restored for the upload
-    problems = problems_of(files=[io.BytesIO(data)], recipients=[signer(email="a@b.c")])
-    assert any("not a valid e-mail" in p for p in problems)
+    # E-mail addresses are checked once, where the request leaves (outgoing), naming the JSON path.
+    payload, _ = validate_create_payload(
+        title="t", files=[io.BytesIO(data)], recipients=[signer(email="a@b.c")]
+    )
+    (problem,) = check_request("POST", "/envelope/create", payload=payload)
+    assert problem.startswith("recipients[0].email: 'a@b.c' is not an e-mail address the service can take")
 
 
 def test_inspect_files_reports_directory(tmp_path: Path) -> None:
@@ -191,7 +199,8 @@ def test_recipients_for_envelope() -> None:
     assert ok[0]["role"] == "SIGNER"
     with pytest.raises(DocsignValidationError) as info:
         validate_recipients_for_envelope([{"email": "nope", "name": "A", "role": "KING"}])
-    assert len(info.value.problems) == 2
+    assert len(info.value.problems) == 1  # the role; the e-mail is the outgoing check's
+    assert "unknown role 'KING'" in info.value.problems[0]
     with pytest.raises(DocsignValidationError):
         validate_recipients_for_envelope([{"name": "A"}], update=True)
     assert validate_recipients_for_envelope([{"id": 4, "name": "B"}], update=True)[0]["id"] == 4
@@ -212,14 +221,17 @@ def test_recipients_for_envelope() -> None:
         ({"payload_extra": {"visibility": "EVERY\x00ONE"}}, "visibility"),
     ],
 )
-def test_control_characters_are_refused_naming_the_field(
+def test_the_built_payload_is_refused_by_the_outgoing_check_naming_the_field(
     make_pdf: Callable[..., Path], kwargs: dict[str, Any], field: str
 ) -> None:
+    # The validator checks shapes, files and geometry; the characters are checked once, where every
+    # request leaves the hook (airflow_provider_docsign.outgoing).
     kwargs.setdefault("recipients", [signer()])
-    problems = problems_of(files=[make_pdf()], **kwargs)
-    assert [p for p in problems if "control character" in p] == [
-        next(p for p in problems if p.startswith(f"{field} contains the control character U+"))
-    ]
+    kwargs.setdefault("title", "Contract")
+    payload, _ = validate_create_payload(files=[make_pdf()], **kwargs)
+    problems = check_request("POST", "/envelope/create", payload=payload)
+    assert len(problems) == 1
+    assert problems[0].startswith(f"{field} contains the control character U+")
 
 
 def test_tab_everywhere_and_line_breaks_in_the_message_are_allowed(make_pdf: Callable[..., Path]) -> None:
@@ -230,8 +242,11 @@ def test_tab_everywhere_and_line_breaks_in_the_message_are_allowed(make_pdf: Cal
         meta={"message": "Hello,\r\nplease sign.\n"},
     )
     assert payload["title"] == "Q3\tcontract"
-    problems = problems_of(files=[make_pdf()], recipients=[signer()], meta={"subject": "a\nb"})
-    assert problems == [
+    assert check_request("POST", "/envelope/create", payload=payload) == []
+    payload, _ = validate_create_payload(
+        title="t", files=[make_pdf()], recipients=[signer()], meta={"subject": "a\nb"}
+    )
+    assert check_request("POST", "/envelope/create", payload=payload) == [
         "meta.subject contains the control character U+000A at position 1; remove it (only tabs are allowed)"
     ]
 
@@ -243,11 +258,15 @@ def test_email_is_stripped_once_and_the_stripped_value_is_sent(make_pdf: Callabl
     assert payload["recipients"][0]["email"] == "a@example.com"
     (sent,) = validate_recipients_for_envelope([{"email": " b@example.com ", "name": "B", "role": "CC"}])
     assert sent["email"] == "b@example.com"
-    problems = problems_of(files=[make_pdf()], recipients=[signer(email=" not an email ")])
-    assert any("'not an email' is not a valid e-mail address" in p for p in problems)
+    payload, _ = validate_create_payload(
+        title="t", files=[make_pdf()], recipients=[signer(email=" not an email ")]
+    )
+    assert payload["recipients"][0]["email"] == "not an email"  # what is sent is checked stripped
+    (problem,) = check_request("POST", "/envelope/create", payload=payload)
+    assert problem.startswith("recipients[0].email: 'not an email' is not an e-mail address")
 
 
-def test_control_characters_in_fields_and_recipient_updates() -> None:
+def test_fields_and_recipient_updates_are_checked_where_they_leave() -> None:
     items = [ItemPages(id="item_1", title="a.pdf", page_count=1)]
     recipients = {7: Recipient(id=7, email="s@example.com", role="SIGNER")}
     field = {
@@ -259,13 +278,15 @@ def test_control_characters_in_fields_and_recipient_updates() -> None:
         "width": 5,
         "height": 5,
     }
-    with pytest.raises(
-        DocsignValidationError, match=r"fields\[0\]\.fieldMeta\.label contains the control character U\+0000"
-    ):
-        validate_fields_for_envelope(
-            [{**field, "fieldMeta": {"type": "text", "label": "a\x00"}}], items=items, recipients=recipients
-        )
-    with pytest.raises(
-        DocsignValidationError, match=r"recipients\[0\]\.name contains the control character U\+0008"
-    ):
-        validate_recipients_for_envelope([{"id": 3, "name": "B\x08"}], update=True)
+    data = validate_fields_for_envelope(
+        [{**field, "fieldMeta": {"type": "text", "label": "a\x00"}}], items=items, recipients=recipients
+    )
+    assert check_request("POST", "/envelope/field/create-many", json={"envelopeId": "e", "data": data}) == [
+        "data[0].fieldMeta.label contains the control character U+0000 at position 1; remove it "
+        "(only tabs are allowed)"
+    ]
+    data = validate_recipients_for_envelope([{"id": 3, "name": "B\x08"}], update=True)
+    problems = check_request(
+        "POST", "/envelope/recipient/update-many", json={"envelopeId": "e", "data": data}
+    )
+    assert [p.split(" contains")[0] for p in problems] == ["data[0].name"]

@@ -13,6 +13,7 @@ from helpers import SPEC_DIR
 
 from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.models import Envelope
+from airflow_provider_docsign.outgoing import check_request
 from airflow_provider_docsign.templates import TemplateUse, describe_template, validate_use_payload
 
 RECORDED = SPEC_DIR / "recorded" / "templates"
@@ -90,7 +91,6 @@ def test_every_problem_is_listed_at_once() -> None:
     )
     text = "\n".join(problems)
     assert "id 999999 is not a recipient of the template" in text
-    assert "'not-an-email' is not a valid e-mail address" in text
     assert "mapped twice" in text
     assert "template recipient 2265 (Customer) is a SIGNER who must act but is not mapped" in text
     assert "'not a number' is not a number" in text
@@ -98,7 +98,7 @@ def test_every_problem_is_listed_at_once() -> None:
     assert "a SIGNATURE field cannot be prefilled" in text
     assert "field id 4242 is not a field of the template" in text
     assert "a TEXT value must be a string, not int" in text
-    assert len(problems) == 9
+    assert len(problems) == 8  # the e-mail is the outgoing check's (tests/unit/test_outgoing.py)
 
 
 def test_cc_may_stay_unmapped() -> None:
@@ -216,17 +216,19 @@ def test_number_prefill_takes_ascii_digits_only(number: str) -> None:
     ]
 
 
-def test_control_characters_are_refused_naming_the_field() -> None:
-    problems = _problems(
+def test_the_use_payload_is_refused_by_the_outgoing_check_naming_the_field() -> None:
+    payload, _, _ = validate_use_payload(
+        _template(),
         recipients=[{"id": CUSTOMER, "email": "buyer@peer.test", "name": "Buyer\x00"}],
         prefill_fields={"company": "ACME\x00"},
-        external_id="ext\r\n",
+        external_id="ext\x1b",
         override={"title": "NDA\x1b", "message": "Hello,\nplease sign"},
     )
+    problems = check_request("POST", "/envelope/use", payload=payload)
     assert [p.split(" contains")[0] for p in problems] == [
         "recipients[0].name",
-        "prefill_fields.company",
-        "external_id",
+        "externalId",
+        "prefillFields[0].value",
         "override.title",
     ]
 
