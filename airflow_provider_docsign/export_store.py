@@ -48,6 +48,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from airflow_provider_docsign.archive_store import fsync_dir
 from airflow_provider_docsign.export import SCHEMA_VERSION, TABLES, Column, ExportConfigError, parse_ts
 
 __all__ = [
@@ -480,7 +481,7 @@ class TableFile:
                 with self._stage.open("rb") as fh:
                     os.fsync(fh.fileno())
                 os.replace(self._stage, self._local)
-                _fsync_dir(self._local.parent)
+                fsync_dir(self._local.parent)
             else:
                 with self._stage.open("rb") as src, self.target.open("wb") as dst:
                     shutil.copyfileobj(src, dst, _COPY_CHUNK)
@@ -496,17 +497,3 @@ class TableFile:
             self._stage.unlink()
         if self._stage_dir is not None:
             shutil.rmtree(self._stage_dir, ignore_errors=True)
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make a rename in ``directory`` durable (where the platform allows opening a directory)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -12,7 +12,7 @@ import enum
 import os
 import tempfile
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
@@ -38,6 +38,7 @@ from airflow_provider_docsign.links import (
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
+    from airflow_provider_docsign.corrections import Refusal
     from airflow_provider_docsign.hooks.docsign import DocsignHook
     from airflow_provider_docsign.models import Envelope
 
@@ -279,6 +280,68 @@ class DocsignBaseOperator(BaseOperator):
             raise fail_now(err) from err
         self.push_envelope_link(context, envelope_id, envelope)
         return envelope
+
+    def attach_asset_extra(self, context: Context, asset: Any, extra: dict[str, Any], what: str) -> None:
+        """Attach ``extra`` to this run's event of ``asset`` (best effort: an event without it is still one).
+
+        :param context: The task context.
+        :param asset: The outlet Asset (Dataset on 2.11), or ``None`` for none.
+        :param extra: What the event carries.
+        :param what: What ``extra`` is, for the warning when it cannot be attached.
+        """
+        if asset is None:
+            return
+        events = context.get("outlet_events")
+        if events is None:
+            return
+        try:
+            events[asset].extra = extra
+        except Exception as err:  # an event without extra is still an event
+            self.log.warning("Could not attach %s to the asset event: %s", what, err)
+
+    def delete_from_envelope(
+        self,
+        context: Context,
+        envelope_id: str,
+        what: str,
+        wanted: int,
+        present: Callable[[Envelope], bool],
+        refusal: Callable[[Envelope, int], Refusal | None],
+        delete: Callable[[int], None],
+    ) -> dict[str, Any]:
+        """Delete one recipient or field of an envelope, safely on a retry.
+
+        What is no longer on the envelope, or answered 404, counts as deleted; what the service would
+        refuse is refused here first (the task fails without retrying). Returns ``{"envelope_id",
+        "<what>_id", "deleted"}``.
+
+        :param context: The task context.
+        :param envelope_id: The envelope.
+        :param what: ``recipient`` or ``field``.
+        :param wanted: The id to delete.
+        :param present: Whether it is still on the envelope.
+        :param refusal: The service's refusal of the delete, if it would refuse it.
+        :param delete: The hook call that deletes it.
+        """
+        envelope = self.read_envelope(context, envelope_id)
+        result = {"envelope_id": envelope_id, f"{what}_id": wanted, "deleted": False}
+        if not present(envelope):
+            self.log.info(
+                "%s %s is not on envelope %s (already deleted)", what.capitalize(), wanted, envelope_id
+            )
+            return result
+        refused = refusal(envelope, wanted)
+        if refused is not None:
+            raise fail_now(refused.error())
+        try:
+            delete(wanted)
+        except DocsignNotFoundError:
+            self.log.info("%s %s was already deleted (404)", what.capitalize(), wanted)
+            return result
+        except PERMANENT_ERRORS as err:
+            raise fail_now(err) from err
+        self.log.info("Deleted %s %s of envelope %s", what, wanted, envelope_id)
+        return {**result, "deleted": True}
 
     # -- checks shared by several operators ---------------------------------------------------
 

@@ -298,7 +298,12 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
             "envelopes_per_minute": round(speed.per_minute, 1),
             "limit_bound_per_minute": round(speed.limit_bound, 1) if speed.limit_bound else None,
         }
-        self._emit_asset_event(context, result)
+        self.attach_asset_extra(
+            context,
+            self.asset,
+            {k: result[k] for k in ("campaign_id", "result_table", "format", "counts")},
+            "the counts",
+        )
         return result
 
     # -- steps ------------------------------------------------------------------------------------
@@ -409,19 +414,3 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
         from airflow_provider_docsign import lineage
 
         return lineage.bulk_send_facets(self, task_instance)
-
-    def _emit_asset_event(self, context: Context, result: Mapping[str, Any]) -> None:
-        if self.asset is None:
-            return
-        events = context.get("outlet_events")
-        if events is None:
-            return
-        try:
-            events[self.asset].extra = {
-                "campaign_id": result["campaign_id"],
-                "result_table": result["result_table"],
-                "format": result["format"],
-                "counts": result["counts"],
-            }
-        except Exception as err:  # an event without extra is still an event
-            self.log.warning("Could not attach the counts to the asset event: %s", err)

@@ -174,7 +174,12 @@ class DocsignExportEnvelopesOperator(DocsignBaseOperator):
         self.partitions = writer.partition_uris()
         result = {"date": date, "format": self.format, "rows": counts, "partitions": self.partitions}
         self.log.info("Exported partition %s: %s", date, counts)
-        self._emit_asset_event(context, result)
+        self.attach_asset_extra(
+            context,
+            self.asset,
+            {k: result[k] for k in ("date", "format", "rows", "partitions")},
+            "the partition",
+        )
         return result
 
     def _hash_key(self) -> bytes | None:
@@ -223,22 +228,6 @@ class DocsignExportEnvelopesOperator(DocsignBaseOperator):
                 close = getattr(listing, "close", None)
                 if close is not None:
                     close()  # stop paging this folder
-
-    def _emit_asset_event(self, context: Context, result: dict[str, Any]) -> None:
-        if self.asset is None:
-            return
-        events = context.get("outlet_events")
-        if events is None:
-            return
-        try:
-            events[self.asset].extra = {
-                "date": result["date"],
-                "format": result["format"],
-                "rows": result["rows"],
-                "partitions": result["partitions"],
-            }
-        except Exception as err:  # an event without extra is still an event
-            self.log.warning("Could not attach the partition to the asset event: %s", err)
 
     # -- lineage ----------------------------------------------------------------------------------
 

@@ -13,7 +13,6 @@ from airflow_provider_docsign.corrections import (
 )
 from airflow_provider_docsign.exceptions import (
     DocsignAmbiguousWriteError,
-    DocsignNotFoundError,
     DocsignValidationError,
 )
 from airflow_provider_docsign.operators._base import (
@@ -235,22 +234,13 @@ class DocsignDeleteFieldOperator(DocsignBaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         """Check, then delete the field."""
-        envelope_id = str(self.envelope_id)
         field_id = one_id(self.field_id, "field_id")
-        envelope = self.read_envelope(context, envelope_id)
-        result = {"envelope_id": envelope_id, "field_id": field_id, "deleted": False}
-        if not any(f.id == field_id for f in envelope.fields):
-            self.log.info("Field %s is not on envelope %s (already deleted)", field_id, envelope_id)
-            return result
-        refusal = field_delete_refusal(envelope, field_id)
-        if refusal is not None:
-            raise fail_now(refusal.error())
-        try:
-            self.hook.delete_field(field_id)
-        except DocsignNotFoundError:
-            self.log.info("Field %s was already deleted (404)", field_id)
-            return result
-        except PERMANENT_ERRORS as err:
-            raise fail_now(err) from err
-        self.log.info("Deleted field %s of envelope %s", field_id, envelope_id)
-        return {**result, "deleted": True}
+        return self.delete_from_envelope(
+            context,
+            str(self.envelope_id),
+            "field",
+            field_id,
+            lambda envelope: any(f.id == field_id for f in envelope.fields),
+            field_delete_refusal,
+            self.hook.delete_field,
+        )

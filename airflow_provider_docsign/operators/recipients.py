@@ -17,7 +17,6 @@ from airflow_provider_docsign.corrections import (
 )
 from airflow_provider_docsign.exceptions import (
     DocsignAmbiguousWriteError,
-    DocsignNotFoundError,
     DocsignValidationError,
 )
 from airflow_provider_docsign.models import EnvelopeStatus
@@ -281,22 +280,13 @@ class DocsignDeleteRecipientOperator(DocsignBaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         """Check, then delete the recipient."""
-        envelope_id = str(self.envelope_id)
         recipient_id = one_id(self.recipient_id, "recipient_id")
-        envelope = self.read_envelope(context, envelope_id)
-        result = {"envelope_id": envelope_id, "recipient_id": recipient_id, "deleted": False}
-        if not any(r.id == recipient_id for r in envelope.recipients):
-            self.log.info("Recipient %s is not on envelope %s (already deleted)", recipient_id, envelope_id)
-            return result
-        refusal = recipient_delete_refusal(envelope, recipient_id)
-        if refusal is not None:
-            raise fail_now(refusal.error())
-        try:
-            self.hook.delete_recipient(recipient_id)
-        except DocsignNotFoundError:
-            self.log.info("Recipient %s was already deleted (404)", recipient_id)
-            return result
-        except PERMANENT_ERRORS as err:
-            raise fail_now(err) from err
-        self.log.info("Deleted recipient %s of envelope %s", recipient_id, envelope_id)
-        return {**result, "deleted": True}
+        return self.delete_from_envelope(
+            context,
+            str(self.envelope_id),
+            "recipient",
+            recipient_id,
+            lambda envelope: any(r.id == recipient_id for r in envelope.recipients),
+            recipient_delete_refusal,
+            self.hook.delete_recipient,
+        )
