@@ -11,6 +11,7 @@ from airflow_provider_docsign.archive import DEFAULT_FILENAME_TEMPLATE, DEFAULT_
 from airflow_provider_docsign.archive_store import Store
 from airflow_provider_docsign.archiver import EnvelopeArchiver
 from airflow_provider_docsign.exceptions import DocsignNotFoundError, DocsignValidationError
+from airflow_provider_docsign.hooks._endpoints import GET_MANY_BATCH
 from airflow_provider_docsign.models import EnvelopeStatus
 from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 __all__ = ["DocsignDeleteEnvelopesOperator"]
 
 _STATUSES = {s.value for s in EnvelopeStatus}
+#: Statuses an envelope can still leave between selection and deletion (the others are final).
+_OPEN = frozenset({"DRAFT", "PENDING"})
 
 
 class DocsignDeleteEnvelopesOperator(DocsignBaseOperator):
@@ -49,6 +52,14 @@ class DocsignDeleteEnvelopesOperator(DocsignBaseOperator):
     deleting anything, naming each envelope and why, unless ``allow_unarchived`` is on. More than
     ``max_envelopes`` selected also fails before deleting anything.
 
+    **Changed since selection.** Signers keep signing while the task runs. Right before deleting them,
+    the DRAFT and PENDING envelopes are read again (one ``get-many`` per 20): one that has become
+    COMPLETED meanwhile is left alone, since its archive was never checked, and so is one that no longer
+    matches the query's ``status``. Each is logged with the reason and listed under ``skipped``; the
+    task still succeeds, and the next run decides with the archive check. (A signature landing in the
+    milliseconds between that read and the delete cannot be seen by any client: the service has no
+    conditional delete.)
+
     **Idempotent.** An envelope that is already gone (a 404 on the delete, or no longer listed or
     readable) counts as deleted, so a retry after a partial run finishes the job. Every deletion is
     logged with the envelope's id.
@@ -56,7 +67,8 @@ class DocsignDeleteEnvelopesOperator(DocsignBaseOperator):
     ``dry_run=True`` deletes nothing and returns what would be deleted.
 
     Returns ``{"dry_run", "selected": [{"id", "title", "status", "created_at"}], "refused": [reasons]
-    (a dry run lists them instead of failing), "deleted": [ids], "already_deleted": [ids]}``.
+    (a dry run lists them instead of failing), "deleted": [ids], "already_deleted": [ids], "skipped":
+    [{"id", "status", "reason"}]}``.
 
     :param envelope_ids: Envelope ids to delete (templated; a list, or one id).
     :param status: Query: only envelopes with this status (templated).
@@ -183,6 +195,44 @@ class DocsignDeleteEnvelopesOperator(DocsignBaseOperator):
             out.extend(f"{envelope.id}: {p}" for p in problems)
         return out
 
+    def _status_now(self, chunk: list[dict[str, Any]]) -> dict[str, str | None]:
+        """``{id: status now}`` of the chunk's DRAFT and PENDING rows (``None``: gone); one request."""
+        open_ids = [str(row["id"]) for row in chunk if row["status"] in _OPEN]
+        if not open_ids:
+            return {}
+        found = {e.id: e for e in self.hook.get_envelopes(open_ids)}
+        return {
+            i: status_value(found[i].status) if i in found and found[i].deleted_at is None else None
+            for i in open_ids
+        }
+
+    def _delete(self, row: dict[str, Any], status: str | None, result: dict[str, Any]) -> None:
+        """Delete one selected envelope, unless it is gone or has changed since it was selected."""
+        envelope_id = str(row["id"])
+        reason = None
+        if status == "COMPLETED" and row["status"] != "COMPLETED":
+            reason = "became COMPLETED after it was selected; its archive was not checked"
+        elif self.envelope_ids is None and self.status and status is not None and status != str(self.status):
+            reason = f"is now {status}, no longer status={self.status}"
+        if status is None:
+            self.log.info("Envelope %s is already deleted", envelope_id)
+            result["already_deleted"].append(envelope_id)
+            return
+        if reason:
+            self.log.warning("Left envelope %s alone: it %s", envelope_id, reason)
+            result["skipped"].append({"id": envelope_id, "status": status, "reason": reason})
+            return
+        try:
+            self.hook.delete_envelope(envelope_id)
+        except DocsignNotFoundError:
+            self.log.info("Envelope %s is already deleted (404)", envelope_id)
+            result["already_deleted"].append(envelope_id)
+            return
+        except PERMANENT_ERRORS as err:
+            raise fail_now(err) from err
+        self.log.info("Deleted envelope %s (%s)", envelope_id, status)
+        result["deleted"].append(envelope_id)
+
     # -- execution ----------------------------------------------------------------------------------
 
     def execute(self, context: Context) -> dict[str, Any]:
@@ -224,23 +274,21 @@ class DocsignDeleteEnvelopesOperator(DocsignBaseOperator):
             "refused": refused,
             "deleted": [],
             "already_deleted": gone,
+            "skipped": [],
         }
         for envelope_id in gone:
             self.log.info("Envelope %s is already deleted", envelope_id)
         if self.list_only:
             self.log.info("Dry run: %d envelope(s) would be deleted", len(rows))
             return result
-        for row in rows:
+        for start in range(0, len(rows), GET_MANY_BATCH):
+            chunk = rows[start : start + GET_MANY_BATCH]
             try:
-                self.hook.delete_envelope(str(row["id"]))
-            except DocsignNotFoundError:
-                self.log.info("Envelope %s is already deleted (404)", row["id"])
-                result["already_deleted"].append(row["id"])
-                continue
+                now = self._status_now(chunk)
             except PERMANENT_ERRORS as err:
                 raise fail_now(err) from err
-            self.log.info("Deleted envelope %s (%s)", row["id"], row["status"])
-            result["deleted"].append(row["id"])
+            for row in chunk:
+                self._delete(row, now.get(str(row["id"]), str(row["status"])), result)
         self.log.info(
             "Deleted %d envelope(s); %d already gone", len(result["deleted"]), len(result["already_deleted"])
         )

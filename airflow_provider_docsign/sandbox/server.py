@@ -328,6 +328,10 @@ class SandboxServer:
         }
         return str(self._control("POST", "/faults", json=body)["id"])
 
+    def faults(self) -> list[dict[str, Any]]:
+        """The faults still pending (a fault leaves this list when its last request arrives)."""
+        return list(self._control("GET", "/faults")["data"])
+
     def clear_faults(self) -> None:
         """Remove all pending faults."""
         self._control("POST", "/faults/clear")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -208,3 +210,46 @@ def test_a_completed_envelope_is_deleted_only_with_an_intact_archive(
         task_id="d", envelope_ids=[envelope_id], archive_destination=str(archive)
     ).execute(ctx(2))
     assert retry["already_deleted"] == [envelope_id]
+
+
+def test_an_envelope_signed_while_the_cleanup_runs_is_left_alone(
+    hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path]
+) -> None:
+    """Selected as PENDING, COMPLETED before its delete: not deleted, since its archive was never checked.
+
+    The sandbox holds the re-read (``get-many``) for a few seconds; the signer completes the envelope
+    while it waits, as a real signer would in the middle of a long clean-up run.
+    """
+    folder = hook.create_folder(f"race-{uuid.uuid4().hex[:6]}").id
+    stale, signing = (
+        hook.create_envelope(title=t, files=[make_pdf()], recipients=[signer()], folder_id=folder)
+        for t in ("stale", "signing")
+    )
+    for envelope_id in (stale, signing):
+        hook.distribute_envelope(envelope_id)
+        sandbox.backdate(envelope_id, 60)
+    sandbox.clear_requests()
+    fault = sandbox.inject_fault("POST", "/envelope/get-many", action="delay", delay=3)
+    op = DocsignDeleteEnvelopesOperator(
+        task_id="clean", status="PENDING", folder_id=folder, older_than_days=30
+    )
+    result: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: result.update(op.execute(ctx())))
+    worker.start()
+    try:
+        deadline = time.monotonic() + 20
+        while fault in {f["id"] for f in sandbox.faults()}:
+            assert time.monotonic() < deadline, "the clean-up never re-read the envelopes"
+            time.sleep(0.05)
+        sandbox.complete(signing)  # the re-read is now waiting inside the sandbox
+    finally:
+        worker.join(timeout=30)
+    assert not worker.is_alive()
+    assert [row["id"] for row in result["selected"]] == [stale, signing]
+    assert result["deleted"] == [stale]
+    [skipped] = result["skipped"]
+    assert (skipped["id"], skipped["status"]) == (signing, "COMPLETED")
+    assert "archive was not checked" in skipped["reason"]
+    assert [r["path"] for r in sandbox.requests()].count("/envelope/delete") == 1
+    assert hook.get_envelope(signing).deleted_at is None
+    assert hook.get_envelope(signing).status == "COMPLETED"
