@@ -133,11 +133,34 @@ def _in_airflow_runtime() -> bool:
 
 
 async def aget_connection(conn_id: str) -> Any:
-    """Look up a connection from async code (the triggerer): ``aget_connection`` where Airflow has it."""
+    """Look up a connection from async code (the triggerer): ``aget_connection`` where Airflow has it.
+
+    One exception, found with ``make demo``: ``airflow dags test`` (and ``dag.test()``) on Airflow 3
+    runs a deferred task's trigger in its own process with an in-process supervisor channel that
+    answers ``send`` but has no ``asend`` (3.3.2's ``InProcessSupervisorComms``). The SDK's async
+    look-up swallows that ``AttributeError`` and searches only environment variables and secrets
+    backends, so a connection kept in the metadata database is "not defined" there. Only in that case
+    is the connection looked up again with the sync call, which that channel answers from the database
+    in-process; in a real triggerer the async look-up's answer stands.
+    """
     getter = getattr(BaseHook, "aget_connection", None)
-    if getter is not None:
+    if getter is None:
+        return BaseHook.get_connection(conn_id)
+    try:
         return await getter(conn_id)
-    return BaseHook.get_connection(conn_id)
+    except Exception as err:
+        if type(err).__name__ != "AirflowNotFoundException" or not _sync_only_supervisor_channel():
+            raise
+        return BaseHook.get_connection(conn_id)
+
+
+def _sync_only_supervisor_channel() -> bool:
+    """Whether this process talks to its supervisor through a channel with no async ``asend``."""
+    import sys
+
+    task_runner = sys.modules.get("airflow.sdk.execution_time.task_runner")
+    comms = getattr(task_runner, "SUPERVISOR_COMMS", None)
+    return comms is not None and not hasattr(comms, "asend")
 
 
 async def amask_secret(secret: str) -> None:

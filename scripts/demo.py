@@ -3,7 +3,9 @@
 1. start the bundled sandbox (state under ``.demo/sandbox``) with signers that sign automatically a
    few seconds after the envelope is sent;
 2. prepare an Airflow home under ``.demo/airflow-home`` (SQLite, no example DAGs, the DAGs folder
-   ``dags_examples/``) and a ``docsign_default`` connection pointing at the sandbox, pinning the
+   ``dags_examples/``) and store, in its metadata database with ``airflow connections import`` as a
+   team stores its own (no ``AIRFLOW_CONN_*`` variable), a ``docsign_default`` connection pointing at
+   the sandbox, pinning the
    sandbox's sealing certificate (fetched from ``GET /_sandbox/certificate``) by its fingerprint and
    naming the sandbox's RFC 3161 timestamp authority (``tsa_sandbox``, its certificate pinned) in
    its ``tsa_conn_id`` extra, so the archive timestamps its manifest;
@@ -51,16 +53,11 @@ RUN_TIMEOUT = 600
 os.environ["AIRFLOW_HOME"] = str(AIRFLOW_HOME)
 
 
-def airflow_env(
-    base_url: str,
-    api_key: str,
-    fingerprints: list[str] | None = None,
-    tsa: tuple[str, str] | None = None,
-) -> dict[str, str]:
-    """The environment of every Airflow command of the demo.
+def airflow_env() -> dict[str, str]:
+    """The environment of every Airflow command of the demo: its own home, and no ``AIRFLOW_CONN_*``.
 
-    :param fingerprints: SHA-256 fingerprints of the sealing certificate to pin in the connection.
-    :param tsa: ``(url, certificate PEM)`` of the timestamp authority, named by the docsign connection.
+    The connections live in the demo's metadata database, where most teams keep theirs (see
+    :func:`connections`); an ``AIRFLOW_CONN_*`` variable from the caller's shell is not passed on.
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN_"))}
     env.update(
@@ -73,28 +70,61 @@ def airflow_env(
             "DOCSIGN_EXAMPLE_ARCHIVE_DIR": str(ARCHIVE_DIR),
             "DOCSIGN_EXAMPLE_WORK_DIR": str(WORK_DIR),
             "DOCSIGN_EXAMPLE_POKE_INTERVAL": str(POKE_INTERVAL),
-            "AIRFLOW_CONN_DOCSIGN_DEFAULT": json.dumps(
-                {
-                    "conn_type": "docsign",
-                    "host": base_url,
-                    "password": api_key,
-                    "extra": {
-                        "timeout": 10,
-                        "max_retries": 3,
-                        "backoff_factor": 0.2,
-                        "signing_certificate_fingerprints": fingerprints or [],
-                        **({"tsa_conn_id": TSA_CONN_ID} if tsa else {}),
-                    },
-                }
-            ),
         }
     )
-    if tsa:
-        url, pem = tsa
-        env[f"AIRFLOW_CONN_{TSA_CONN_ID.upper()}"] = json.dumps(
-            {"conn_type": "http", "host": url, "extra": {"trusted_certificates": pem, "timeout": 10}}
-        )
     return env
+
+
+def connections(
+    base_url: str, api_key: str, fingerprints: list[str], tsa: tuple[str, str]
+) -> dict[str, dict[str, Any]]:
+    """The demo's connections, in the form ``airflow connections import`` reads.
+
+    :param fingerprints: SHA-256 fingerprints of the sealing certificate to pin in the connection.
+    :param tsa: ``(url, certificate PEM)`` of the timestamp authority, named by the docsign connection.
+    """
+    url, pem = tsa
+    extra = {
+        "timeout": 10,
+        "max_retries": 3,
+        "backoff_factor": 0.2,
+        "signing_certificate_fingerprints": fingerprints,
+        "tsa_conn_id": TSA_CONN_ID,
+    }
+    return {
+        "docsign_default": {
+            "conn_type": "docsign",
+            "host": base_url,
+            "password": api_key,
+            "extra": json.dumps(extra),
+        },
+        TSA_CONN_ID: {
+            "conn_type": "http",
+            "host": url,
+            "extra": json.dumps({"trusted_certificates": pem, "timeout": 10}),
+        },
+    }
+
+
+def store_connections(conns: dict[str, dict[str, Any]], env: dict[str, str]) -> None:
+    """Store ``conns`` in the demo's metadata database with ``airflow connections import``.
+
+    The file holding the API key is readable by its owner only and removed at once, also on failure.
+    """
+    path = DEMO / "connections.json"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w") as out:
+            json.dump(conns, out)
+        subprocess.run(
+            [*AIRFLOW, "connections", "import", "--overwrite", str(path)],
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=MIGRATE_TIMEOUT,
+        )
+    finally:
+        path.unlink(missing_ok=True)
 
 
 def find_manifest(run_id: str | None, started: float) -> tuple[Path, dict[str, Any]] | None:
@@ -206,13 +236,14 @@ def main() -> int:
         print(f"[demo] pinning the sandbox's sealing certificate, sha256 {pinned[0]}")
         tsa_pem = sandbox.tsa_certificate_pem()
         print(f"[demo] timestamp authority {sandbox.tsa_url} (its certificate pinned in {TSA_CONN_ID})")
-        env = airflow_env(
-            sandbox.base_url, sandbox.api_key, pinned, (sandbox.tsa_url, tsa_pem.decode("ascii"))
-        )
+        env = airflow_env()
         print(f"[demo] preparing AIRFLOW_HOME={AIRFLOW_HOME} (SQLite)")
         subprocess.run(
             [*AIRFLOW, "db", "migrate"], env=env, check=True, capture_output=True, timeout=MIGRATE_TIMEOUT
         )
+        print(f"[demo] storing docsign_default and {TSA_CONN_ID} with `airflow connections import`")
+        tsa = (sandbox.tsa_url, tsa_pem.decode("ascii"))
+        store_connections(connections(sandbox.base_url, sandbox.api_key, pinned, tsa), env)
         print(f"[demo] running `airflow dags test {DAG_ID}` (log: {LOG_FILE})")
         with open(LOG_FILE, "wb") as log:
             proc = subprocess.run(

@@ -7,6 +7,7 @@ throw-away ``AIRFLOW_HOME`` (SQLite) and no example DAGs, whatever the caller's 
 from __future__ import annotations
 
 import atexit
+import base64
 import json
 import os
 import shutil
@@ -24,6 +25,9 @@ if not _HOME:  # run outside .ci/pytest.sh: make a private home and remove it at
 os.environ["AIRFLOW_HOME"] = _HOME
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
+# One Fernet key for this test process and every ``airflow`` command it starts, as a deployment has
+# one: a connection stored by ``airflow connections add`` in a subprocess is then readable here.
+os.environ.setdefault("AIRFLOW__CORE__FERNET_KEY", base64.urlsafe_b64encode(os.urandom(32)).decode())
 os.environ.setdefault("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", f"sqlite:///{_HOME}/airflow.db")
 _DAGS = Path(__file__).resolve().parents[1] / "dags_examples"
 os.environ.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(_DAGS))

@@ -8,11 +8,15 @@ signed version of each item.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import load_manifests, run_example, sha256_file, task_states
+from e2e_helpers import load_manifests, run_example, sandbox_conn_json, sha256_file, task_states
 
 from airflow_provider_docsign.models import EnvelopeStatus
 from airflow_provider_docsign.sandbox import SandboxServer
@@ -101,6 +105,50 @@ def test_contract_signing_runs_to_success_and_archives_signed_pdfs(
     for recipient in envelope.recipients:
         on_items = {f.envelope_item_id for f in envelope.fields if f.recipient_id == recipient.id}
         assert on_items == first_two
+
+
+def _airflow(*args: str) -> None:
+    """One ``airflow`` command against the tests' metadata database, with no ``AIRFLOW_CONN_*``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_")}
+    done = subprocess.run(
+        [sys.executable, "-m", "airflow", *args], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, (args[:2], done.stdout[-2000:], done.stderr[-2000:])
+
+
+def test_dag_test_finds_the_connection_in_the_metadata_database(
+    example_env: dict[str, Any], autosign_sandbox: SandboxServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``airflow dags test`` with ``docsign_default`` stored by ``airflow connections add``, as ``make demo``.
+
+    On Airflow 3 the deferred wait's trigger runs inside ``dag.test()`` with a supervisor channel that
+    has no ``asend``, so the SDK's async look-up finds only environment variables there; the provider
+    falls back to the sync look-up in exactly that case (``_compat.aget_connection``).
+    """
+    monkeypatch.delenv("AIRFLOW_CONN_DOCSIGN_DEFAULT")
+    conn = json.loads(sandbox_conn_json(autosign_sandbox))
+    _airflow(
+        "connections",
+        "add",
+        "docsign_default",
+        "--conn-type",
+        "docsign",
+        "--conn-host",
+        conn["host"],
+        "--conn-password",
+        conn["password"],
+        "--conn-extra",
+        json.dumps(conn["extra"]),
+    )
+    try:
+        dag_run = run_example("docsign_contract_signing", **example_env)
+    finally:
+        _airflow("connections", "delete", "docsign_default")
+    states = task_states(dag_run)
+    assert states[("wait_for_signatures", -1)] == "success", states
+    assert _state(dag_run.state) == "success", states
+    [(_, manifest)] = load_manifests(Path(example_env["archive_dir"]))
+    assert manifest["status"] == "COMPLETED"
 
 
 def test_bulk_signing_maps_one_envelope_per_customer(
