@@ -233,18 +233,26 @@ def test_an_envelope_signed_while_the_cleanup_runs_is_left_alone(
     op = DocsignDeleteEnvelopesOperator(
         task_id="clean", status="PENDING", folder_id=folder, older_than_days=30
     )
-    result: dict[str, Any] = {}
-    worker = threading.Thread(target=lambda: result.update(op.execute(ctx())))
-    worker.start()
-    try:
+    signed: list[str] = []
+
+    def signer_completes_during_the_reread() -> None:
         deadline = time.monotonic() + 20
-        while fault in {f["id"] for f in sandbox.faults()}:
-            assert time.monotonic() < deadline, "the clean-up never re-read the envelopes"
+        while fault in {f["id"] for f in sandbox.faults()} and time.monotonic() < deadline:
             time.sleep(0.05)
-        sandbox.complete(signing)  # the re-read is now waiting inside the sandbox
+        if time.monotonic() < deadline:  # the re-read is now waiting inside the sandbox
+            signed.extend(str(r) for r in sandbox.complete(signing))
+
+    # The operator runs on this thread (Airflow 2.11's execute wrapper keeps per-thread state); the
+    # signer acts on another, bounded to 20 s.
+    signer_thread = threading.Thread(target=signer_completes_during_the_reread)
+    signer_thread.start()
+    try:
+        result = op.execute(ctx())
     finally:
-        worker.join(timeout=30)
-    assert not worker.is_alive()
+        signer_thread.join(timeout=30)
+        sandbox.clear_faults()
+    assert not signer_thread.is_alive()
+    assert signed, "the clean-up never re-read the envelopes"
     assert [row["id"] for row in result["selected"]] == [stale, signing]
     assert result["deleted"] == [stale]
     [skipped] = result["skipped"]
