@@ -124,12 +124,18 @@ def get_connection(conn_id: str) -> Any:
 def _in_airflow_runtime() -> bool:
     """Whether this process is a task, a triggerer or an Airflow server (where the SDK's search is whole)."""
     import os
-    import sys
 
     if os.environ.get("_AIRFLOW_PROCESS_CONTEXT"):  # set by the triggerer, scheduler and api-server
         return True
+    return _supervisor_comms() is not None
+
+
+def _supervisor_comms() -> Any:
+    """The Task SDK's channel to this process's supervisor, or ``None`` (not a task, or Airflow 2.11)."""
+    import sys
+
     task_runner = sys.modules.get("airflow.sdk.execution_time.task_runner")
-    return getattr(task_runner, "SUPERVISOR_COMMS", None) is not None
+    return getattr(task_runner, "SUPERVISOR_COMMS", None)
 
 
 async def aget_connection(conn_id: str) -> Any:
@@ -156,10 +162,7 @@ async def aget_connection(conn_id: str) -> Any:
 
 def _sync_only_supervisor_channel() -> bool:
     """Whether this process talks to its supervisor through a channel with no async ``asend``."""
-    import sys
-
-    task_runner = sys.modules.get("airflow.sdk.execution_time.task_runner")
-    comms = getattr(task_runner, "SUPERVISOR_COMMS", None)
+    comms = _supervisor_comms()
     return comms is not None and not hasattr(comms, "asend")
 
 

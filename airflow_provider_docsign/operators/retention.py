@@ -170,9 +170,12 @@ class DocsignDeleteEnvelopesOperator(DocsignBaseOperator):
         if self.envelope_ids is None:
             return self._query(), []
         ids = self._ids()
-        found = {e.id: e for e in self.hook.get_envelopes(ids)}
-        gone = [i for i in ids if i not in found or found[i].deleted_at is not None]
-        return [found[i] for i in ids if i not in gone], gone
+        live = self._still_there(ids)
+        return [live[i] for i in ids if i in live], [i for i in ids if i not in live]
+
+    def _still_there(self, ids: list[str]) -> dict[str, EnvelopeSummary]:
+        """``{id: envelope}`` of those of ``ids`` neither unknown nor deleted; one get-many per 20."""
+        return {e.id: e for e in self.hook.get_envelopes(ids) if e.deleted_at is None}
 
     def _unarchived(self, selected: list[EnvelopeSummary]) -> list[str]:
         """``"<id>: why"`` for every COMPLETED envelope whose archive does not check out."""
@@ -200,24 +203,21 @@ class DocsignDeleteEnvelopesOperator(DocsignBaseOperator):
         open_ids = [str(row["id"]) for row in chunk if row["status"] in _OPEN]
         if not open_ids:
             return {}
-        found = {e.id: e for e in self.hook.get_envelopes(open_ids)}
-        return {
-            i: status_value(found[i].status) if i in found and found[i].deleted_at is None else None
-            for i in open_ids
-        }
+        live = self._still_there(open_ids)
+        return {i: status_value(live[i].status) if i in live else None for i in open_ids}
 
     def _delete(self, row: dict[str, Any], status: str | None, result: dict[str, Any]) -> None:
         """Delete one selected envelope, unless it is gone or has changed since it was selected."""
         envelope_id = str(row["id"])
-        reason = None
-        if status == "COMPLETED" and row["status"] != "COMPLETED":
-            reason = "became COMPLETED after it was selected; its archive was not checked"
-        elif self.envelope_ids is None and self.status and status is not None and status != str(self.status):
-            reason = f"is now {status}, no longer status={self.status}"
         if status is None:
             self.log.info("Envelope %s is already deleted", envelope_id)
             result["already_deleted"].append(envelope_id)
             return
+        reason = None
+        if status == "COMPLETED" and row["status"] != "COMPLETED":
+            reason = "became COMPLETED after it was selected; its archive was not checked"
+        elif self.envelope_ids is None and self.status and status != str(self.status):
+            reason = f"is now {status}, no longer status={self.status}"
         if reason:
             self.log.warning("Left envelope %s alone: it %s", envelope_id, reason)
             result["skipped"].append({"id": envelope_id, "status": status, "reason": reason})

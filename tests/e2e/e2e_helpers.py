@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS
 from airflow_provider_docsign.sandbox import SandboxServer
 
+AIRFLOW = [sys.executable, "-m", "airflow"]
 DAGS_FOLDER = Path(__file__).resolve().parents[2] / "dags_examples"
 EXAMPLE_DAG_IDS = {
     "docsign_contract_signing",
@@ -117,3 +120,28 @@ def run_dag(dag: Any) -> tuple[Any, dict[str, Any]]:
         sync_bag_to_db(bag, "dags-folder", None)
     dag_run = dag.test()
     return dag_run, {ti.task_id: ti for ti in dag_run.get_task_instances()}
+
+
+def airflow_cli(env: dict[str, str], *args: str) -> str:
+    """Run one ``airflow`` command with ``env``; fail the test with its output unless it exits 0."""
+    done = subprocess.run([*AIRFLOW, *args], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (args[:2], done.stdout[-2000:], done.stderr[-2000:])
+    return done.stdout
+
+
+def connections_add(env: dict[str, str], conn_id: str, conn: dict[str, Any]) -> None:
+    """``airflow connections add`` with the form's fields, as the README shows (no ``--conn-port``)."""
+    args = [
+        "connections",
+        "add",
+        conn_id,
+        "--conn-type",
+        conn["conn_type"],
+        "--conn-password",
+        conn["password"],
+    ]
+    if conn.get("host"):
+        args += ["--conn-host", conn["host"]]
+    if conn.get("extra"):
+        args += ["--conn-extra", json.dumps(conn["extra"])]
+    airflow_cli(env, *args)

@@ -10,13 +10,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_helpers import load_manifests, run_example, sandbox_conn_json, sha256_file, task_states
+from e2e_helpers import (
+    airflow_cli,
+    connections_add,
+    load_manifests,
+    run_example,
+    sandbox_conn_json,
+    sha256_file,
+    task_states,
+)
 
 from airflow_provider_docsign.models import EnvelopeStatus
 from airflow_provider_docsign.sandbox import SandboxServer
@@ -107,15 +113,6 @@ def test_contract_signing_runs_to_success_and_archives_signed_pdfs(
         assert on_items == first_two
 
 
-def _airflow(*args: str) -> None:
-    """One ``airflow`` command against the tests' metadata database, with no ``AIRFLOW_CONN_*``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_")}
-    done = subprocess.run(
-        [sys.executable, "-m", "airflow", *args], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, (args[:2], done.stdout[-2000:], done.stderr[-2000:])
-
-
 def test_dag_test_finds_the_connection_in_the_metadata_database(
     example_env: dict[str, Any], autosign_sandbox: SandboxServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -126,24 +123,13 @@ def test_dag_test_finds_the_connection_in_the_metadata_database(
     falls back to the sync look-up in exactly that case (``_compat.aget_connection``).
     """
     monkeypatch.delenv("AIRFLOW_CONN_DOCSIGN_DEFAULT")
-    conn = json.loads(sandbox_conn_json(autosign_sandbox))
-    _airflow(
-        "connections",
-        "add",
-        "docsign_default",
-        "--conn-type",
-        "docsign",
-        "--conn-host",
-        conn["host"],
-        "--conn-password",
-        conn["password"],
-        "--conn-extra",
-        json.dumps(conn["extra"]),
-    )
+    # The tests' metadata database and Fernet key, and no AIRFLOW_CONN_* at all.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW_CONN_")}
+    connections_add(env, "docsign_default", json.loads(sandbox_conn_json(autosign_sandbox)))
     try:
         dag_run = run_example("docsign_contract_signing", **example_env)
     finally:
-        _airflow("connections", "delete", "docsign_default")
+        airflow_cli(env, "connections", "delete", "docsign_default")
     states = task_states(dag_run)
     assert states[("wait_for_signatures", -1)] == "success", states
     assert _state(dag_run.state) == "success", states

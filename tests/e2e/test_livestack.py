@@ -48,7 +48,7 @@ from urllib.parse import quote
 
 import pytest
 import requests
-from e2e_helpers import DAGS_FOLDER, load_manifests, sha256_file
+from e2e_helpers import AIRFLOW, DAGS_FOLDER, airflow_cli, connections_add, load_manifests, sha256_file
 
 from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS
 from airflow_provider_docsign.sandbox import SandboxServer
@@ -59,7 +59,6 @@ DAG_ID = "docsign_contract_signing"
 #: Airflow 3: archives each envelope from the sandbox's completion webhook (AssetWatcher).
 WEBHOOK_DAG_ID = "docsign_archive_on_completion"
 WEBHOOK_SECRET = "livestack-webhook-secret"
-AIRFLOW = [sys.executable, "-m", "airflow"]
 STARTUP_TIMEOUT = 180.0  # api-server up and the DAG parsed
 RUN_TIMEOUT = 300.0  # the DAG run reaching a final state
 STOP_TIMEOUT = 20.0
@@ -228,30 +227,6 @@ def _docsign_connection(sandbox: SandboxServer, **extra: Any) -> dict[str, Any]:
     return {"conn_type": "docsign", "host": sandbox.base_url, "password": sandbox.api_key, "extra": extras}
 
 
-def _airflow_cli(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run([*AIRFLOW, *args], env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, (args[:2], done.stdout[-2000:], done.stderr[-2000:])
-    return done.stdout
-
-
-def _connections_add(env: dict[str, str], conn_id: str, conn: dict[str, Any]) -> None:
-    """``airflow connections add`` with the form's fields, as the README shows (no ``--conn-port``)."""
-    args = [
-        "connections",
-        "add",
-        conn_id,
-        "--conn-type",
-        conn["conn_type"],
-        "--conn-password",
-        conn["password"],
-    ]
-    if conn.get("host"):
-        args += ["--conn-host", conn["host"]]
-    if conn.get("extra"):
-        args += ["--conn-extra", json.dumps(conn["extra"])]
-    _airflow_cli(env, *args)
-
-
 class _Rest:
     """The stack's REST API (``/api/v2`` on Airflow 3 with a JWT, ``/api/v1`` on 2.11)."""
 
@@ -359,11 +334,11 @@ def test_contract_signing_on_a_live_airflow_stack(
     env = _stack_env(home, port, archive_dir, webhook_port)
     assert not [k for k in env if k.startswith("AIRFLOW_CONN_")]  # no component gets a connection this way
     (home / CONNECTIONS_FILE).write_text("{}")  # the secrets backend's file: empty for now
-    _airflow_cli(env, "db", "migrate")
+    airflow_cli(env, "db", "migrate")
     # Source 1: the metadata database, as `airflow connections add` (or the UI) puts them there.
-    _connections_add(env, "docsign_default", _docsign_connection(slow_signing_sandbox))
+    connections_add(env, "docsign_default", _docsign_connection(slow_signing_sandbox))
     if AIRFLOW_V_3_0_PLUS:
-        _connections_add(env, "docsign_webhook", {"conn_type": "generic", "password": WEBHOOK_SECRET})
+        connections_add(env, "docsign_webhook", {"conn_type": "generic", "password": WEBHOOK_SECRET})
     else:
         # 2.x's "all admins": anonymous requests get the Admin role (loopback, throw-away home only).
         (home / "webserver_config.py").write_text('AUTH_ROLE_PUBLIC = "Admin"\n')
@@ -389,7 +364,7 @@ def test_contract_signing_on_a_live_airflow_stack(
 
         # Source 2: Airflow's LocalFilesystemBackend. The database row goes, the file gets the
         # connection, with a web_url of its own that the run's extra link then shows.
-        _airflow_cli(env, "connections", "delete", "docsign_default")
+        airflow_cli(env, "connections", "delete", "docsign_default")
         file_web_url = slow_signing_sandbox.base_url.removesuffix("/api/v2").replace("127.0.0.1", "localhost")
         from_file = _docsign_connection(slow_signing_sandbox, web_url=file_web_url)
         (home / CONNECTIONS_FILE).write_text(json.dumps({"docsign_default": from_file}))
