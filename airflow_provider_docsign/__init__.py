@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_provider_docsign import _moved
+
 __version__ = "0.2.0"
 
 __all__ = ["__version__", "get_provider_info"]
+
+# The 0.2 module paths (``airflow_provider_docsign.verify``, ``.models``, ...) until 0.4.
+_moved.install()
 
 
 #: The connection form's Port field: required by the Test button of Airflow 3.3.0-3.3.2 only.
@@ -85,7 +90,7 @@ def get_provider_info() -> dict[str, Any]:
                 ],
             }
         ],
-        "extra-links": ["airflow_provider_docsign.links.DocsignEnvelopeLink"],
+        "extra-links": ["airflow_provider_docsign.operators.links.DocsignEnvelopeLink"],
         "notifications": ["airflow_provider_docsign.notifications.docsign.DocsignNotifier"],
         # One URI scheme for envelopes, templates and webhook events (airflow_provider_docsign.assets):
         # `asset-uris` is read by Airflow 3, `dataset-uris` by 2.11 (each ignores the other's key).

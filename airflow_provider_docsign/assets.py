@@ -9,7 +9,8 @@ Airflow assets (datasets on 2.11) and OpenLineage datasets name the service's ob
 ``<host[:port]>`` is the host (and port, if any) of the connection's base URL, without scheme,
 credentials or path: ``https://app.documenso.com/api/v2`` gives ``docsign://app.documenso.com``. The
 OpenLineage namespace is that ``docsign://<host[:port]>`` and the name is the path without its leading
-slash (``envelope_abc``, ``template/envelope_t1``), which is what :mod:`airflow_provider_docsign.lineage`
+slash (``envelope_abc``, ``template/envelope_t1``), which is what
+:mod:`airflow_provider_docsign.export.lineage`
 emits. The event is written in lower case with hyphens (``DOCUMENT_COMPLETED`` is
 ``document-completed``).
 

@@ -76,7 +76,7 @@ def naive(destination: Path, day: datetime) -> dict[str, int]:
     """The obvious loop: list, GET each envelope, keep all rows, write at the end."""
     from datetime import timedelta
 
-    from airflow_provider_docsign.export import PiiPolicy, Window, envelope_rows, jsonl_line, select
+    from airflow_provider_docsign.export.rows import PiiPolicy, Window, envelope_rows, jsonl_line, select
     from airflow_provider_docsign.hooks.docsign import DocsignHook
 
     hook = DocsignHook()

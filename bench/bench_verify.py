@@ -62,8 +62,8 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     """In a fresh process: warm up, then download every item and verify every saved file."""
     setup_airflow_env()
     os.environ["AIRFLOW_CONN_DOCSIGN_DEFAULT"] = docsign_conn_json(spec["base_url"])
+    from airflow_provider_docsign.evidence.signatures import verify_pdf_signatures
     from airflow_provider_docsign.hooks.docsign import DocsignHook
-    from airflow_provider_docsign.signatures import verify_pdf_signatures
 
     hook = DocsignHook()
     out_dir = Path(spec["out_dir"])
@@ -91,7 +91,7 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     verify["coverage"] = sorted({c.coverage for r in reports for c in r.signatures})
     # Where the time goes: the same verification with pyHanko's own 4 KiB /ByteRange reads (as before
     # issue 28), and the floor of any check of the signed bytes, one SHA-256 of each file.
-    from airflow_provider_docsign import signatures
+    from airflow_provider_docsign.evidence import signatures
 
     ours = signatures._digest_byte_range
     signatures._digest_byte_range = lambda sig: None  # type: ignore[assignment]
@@ -173,7 +173,7 @@ def make_hostile(path: Path, kind: str, count: int) -> Path:
 
 def hostile_child(spec: dict[str, Any]) -> dict[str, Any]:
     """In a fresh process: warm up on a small sealed PDF, then verify one hostile PDF."""
-    from airflow_provider_docsign import signatures
+    from airflow_provider_docsign.evidence import signatures
 
     if not signatures.verify_pdf_signatures(spec["warmup"]).passed:
         raise RuntimeError("the warm-up PDF does not verify")
@@ -423,11 +423,11 @@ def measure_evidence() -> None:
     ``verify_ltv`` of the same PDF's long-term validation copy, and the seal check of all 3 PDFs plus
     the token (what ``docsign verify --manifest`` adds the token to).
     """
+    from airflow_provider_docsign.evidence.ltv import verify_ltv
+    from airflow_provider_docsign.evidence.signatures import TrustPolicy, verify_pdf_signatures
+    from airflow_provider_docsign.evidence.timestamps import verify_timestamp
     from airflow_provider_docsign.hooks.docsign import DocsignHook
-    from airflow_provider_docsign.ltv import verify_ltv
     from airflow_provider_docsign.operators.archive import DocsignArchiveSignedDocumentsOperator
-    from airflow_provider_docsign.signatures import TrustPolicy, verify_pdf_signatures
-    from airflow_provider_docsign.timestamps import verify_timestamp
 
     setup_airflow_env()
     with temp_dir("docsign-bench-evidence-", tmpfs=True) as tmp, sandbox(max_file_mb=50) as sb:

@@ -70,7 +70,7 @@ with DAG(
         import statistics
         from pathlib import Path
 
-        from airflow_provider_docsign.export import parse_ts, partition_date
+        from airflow_provider_docsign.export.rows import parse_ts, partition_date
 
         assert params is not None
         root = Path(EXPORT_DIR)

@@ -64,7 +64,7 @@ def decide(
     to renew are the unsigned ones whose ``expiresAt`` has passed (every unsigned signer with a link,
     should the clocks disagree).
     """
-    from airflow_provider_docsign.expiry import expired_recipients, parse_timestamp
+    from airflow_provider_docsign.service.expiry import expired_recipients, parse_timestamp
 
     created = parse_timestamp(envelope.created_at) or now
     age = (now - created).total_seconds() / 86400
@@ -113,8 +113,8 @@ with DAG(
         import json
 
         from airflow_provider_docsign._compat import ObjectStoragePath
-        from airflow_provider_docsign.expiry import mask_email, parse_timestamp
         from airflow_provider_docsign.hooks import DocsignHook
+        from airflow_provider_docsign.service.expiry import mask_email, parse_timestamp
 
         params = context["params"]
         hook = DocsignHook()

@@ -183,8 +183,8 @@ def print_manifest(path: Path, manifest: dict[str, Any], signed_sha256: dict[str
 
 def timestamp_line(path: Path, tsa_pem: bytes) -> tuple[str, bool]:
     """The manifest's RFC 3161 token, verified again here against the manifest and the TSA's certificate."""
-    from airflow_provider_docsign.signatures import TrustPolicy
-    from airflow_provider_docsign.timestamps import TimestampError, verify_timestamp
+    from airflow_provider_docsign.evidence.signatures import TrustPolicy
+    from airflow_provider_docsign.evidence.timestamps import TimestampError, verify_timestamp
 
     token = path.with_name(path.name + ".tsr")
     if not token.is_file():
@@ -203,7 +203,7 @@ def timestamp_line(path: Path, tsa_pem: bytes) -> tuple[str, bool]:
 
 def signature_line(path: Path) -> tuple[str, bool]:
     """What the PDF's digital signature proves, verified again here (independently of the DAG run)."""
-    from airflow_provider_docsign.signatures import verify_pdf_signatures
+    from airflow_provider_docsign.evidence.signatures import verify_pdf_signatures
 
     report = verify_pdf_signatures(path)
     if not report.signed:
@@ -230,7 +230,7 @@ def main() -> int:
     print(f"[demo] starting the sandbox (signers sign {AUTO_SIGN_AFTER:.0f}s after sending)")
     with SandboxServer(DEMO / "sandbox", api_key=API_KEY, auto_sign_after=AUTO_SIGN_AFTER) as sandbox:
         print(f"[demo] sandbox at {sandbox.base_url} (pid {sandbox.pid})")
-        from airflow_provider_docsign.signatures import certificate_fingerprints
+        from airflow_provider_docsign.evidence.signatures import certificate_fingerprints
 
         pinned = certificate_fingerprints(sandbox.certificate_pem())
         print(f"[demo] pinning the sandbox's sealing certificate, sha256 {pinned[0]}")

@@ -16,13 +16,13 @@ version, save its document, run the script into ``tests/contract/data/documenso-
 the contract tests at that folder.
 
 ``--rules`` also writes the package's table of the service's string rules
-(``airflow_provider_docsign/_service_rules.py``: each request field's ``maxLength``, and which fields
+(``airflow_provider_docsign/service/_rules.py``: each request field's ``maxLength``, and which fields
 hold e-mail addresses or URLs), which the hook checks every outgoing request against. The package cannot
 read test fixtures, so the table is generated; ``tests/unit/test_service_rules.py`` checks that it is
 what :func:`rules_module` makes of the committed extract. The extract alone is enough input::
 
     python scripts/extract_contract.py tests/contract/data/documenso-2.17/openapi-facts.json /tmp/x \
-        --rules airflow_provider_docsign/_service_rules.py
+        --rules airflow_provider_docsign/service/_rules.py
 """
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ def _table(name: str, kind: str, doc: str, rows: dict[str, dict[str, Any]]) -> l
 
 
 def rules_module(document: dict[str, Any]) -> str:
-    """The text of ``airflow_provider_docsign/_service_rules.py`` for an OpenAPI document or its extract."""
+    """The text of ``airflow_provider_docsign/service/_rules.py`` for an OpenAPI document or its extract."""
     rules = request_rules(document)
     lengths = {
         r: {p: x.max_length for p, x in f.items() if x.max_length and not x.unbounded}
@@ -235,8 +235,8 @@ def rules_module(document: dict[str, Any]) -> str:
         "``tests/unit/test_service_rules.py`` checks that this file is what the script makes of it.",
         'Routes are ``"METHOD /path"`` as the OpenAPI document writes them; a field is named by its path',
         "in the JSON body (for a multipart route, in its ``payload`` part): ``.`` between keys, ``[]`` for",
-        "the items of a list, ``*`` for any key of a map. :mod:`airflow_provider_docsign.outgoing` applies",
-        "them.",
+        "the items of a list, ``*`` for any key of a map.",
+        ":mod:`airflow_provider_docsign.service.outgoing` applies them.",
         '"""',
         "",
         "from __future__ import annotations",

@@ -1,6 +1,6 @@
 """``docsign templates show TEMPLATE_ID``: a template's items, recipients and fields, for template users.
 
-The pure formatting lives in :func:`airflow_provider_docsign.templates.describe_template`; this module
+The pure formatting lives in :func:`airflow_provider_docsign.service.templates.describe_template`; this module
 is the only one that pairs it with the hook, so ``templates.py`` does not import the hook (which
 imports ``templates.py`` through ``hooks/_templates.py``).
 """
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the template; every failure becomes a :class:`CliError` naming what to check."""
     from airflow_provider_docsign.exceptions import DocsignError, DocsignValidationError
     from airflow_provider_docsign.hooks.docsign import DocsignHook
-    from airflow_provider_docsign.templates import describe_template
+    from airflow_provider_docsign.service.templates import describe_template
 
     logs_off_stdout(args.debug)  # Airflow is imported now: its log lines must not mix with the template
 

@@ -1,6 +1,6 @@
 """``docsign verify``: verify PDF signatures, or re-audit an archive from its manifest.
 
-The checks live in :mod:`airflow_provider_docsign.verify` (no printing); this module prints one
+The checks live in :mod:`airflow_provider_docsign.archive.auditor` (no printing); this module prints one
 line per file (one per signature for a signed PDF) and chooses the exit status: 0 every file passes,
 1 a file fails (a signature, a changed, missing, unlisted or refused file, an extra ``.json``, a
 malformed entry), 2 a file cannot be read at all (missing on the command line, not a regular file,
@@ -23,6 +23,7 @@ import logging
 import os
 import sys
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 from airflow_provider_docsign.cli._common import (
@@ -182,8 +183,8 @@ def _import_airflow_quietly(*, debug: bool) -> None:
 
 def _evidence_options(args: argparse.Namespace, verify: Any) -> Any:
     """The timestamp and long-term validation options (:class:`.verify_evidence.EvidenceOptions`)."""
-    from airflow_provider_docsign.signatures import TrustPolicy
-    from airflow_provider_docsign.verify_evidence import EvidenceOptions, parse_validation_time
+    from airflow_provider_docsign.archive.audit_evidence import EvidenceOptions, parse_validation_time
+    from airflow_provider_docsign.evidence.signatures import TrustPolicy
 
     if args.require_timestamp and not args.manifest:
         raise CliError("--require-timestamp applies to --manifest only")
@@ -206,8 +207,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("give at least one FILE_OR_URI or --manifest URI (see docsign verify --help)")
     if args.by_uri and not args.manifest:
         raise CliError("--by-uri applies to --manifest only")
-    from airflow_provider_docsign import verify
-    from airflow_provider_docsign.signatures import TrustPolicy
+    from airflow_provider_docsign.archive import auditor as verify
+    from airflow_provider_docsign.evidence.signatures import TrustPolicy
 
     label = getattr(args, "label", "docsign verify")
     # Nothing but the result reaches stdout: Airflow's import-time logging, a stray print or a warning
@@ -259,3 +260,11 @@ def run(args: argparse.Namespace) -> int:
     if unreadable:
         return EXIT_UNUSABLE
     return EXIT_CHECK_FAILED if failed else EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m airflow_provider_docsign.verify ARGS`` is ``docsign verify ARGS``; the exit status."""
+    from airflow_provider_docsign.cli import run as run_command
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    return run_command(["verify", *args], prog="python -m airflow_provider_docsign.verify")

@@ -4,7 +4,7 @@ Documenso v2.17 does not deliver a webhook to a URL whose host is ``localhost`` 
 a private, loopback or link-local address, unless the instance lists the host in
 ``NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS``; the delivery fails with status 0 and nothing tells the
 Airflow side. This command answers the question before a webhook goes missing (the rule itself:
-:mod:`airflow_provider_docsign.webhook_urls`). The URL is parsed as the service parses it (WHATWG), so
+:mod:`airflow_provider_docsign.service.webhook_urls`). The URL is parsed as the service parses it (WHATWG), so
 ``http://127.0.0.1\@8.8.8.8/`` is judged by the host the service sees, ``127.0.0.1``. Bypass entries
 that can never match (``0x0a.0.0.1``, ``localhost.``: the service compares entries as written) are
 pointed out with the spelling that would.
@@ -20,7 +20,7 @@ import argparse
 from typing import Any
 
 from airflow_provider_docsign.cli._common import EXIT_CHECK_FAILED, EXIT_OK, CliError
-from airflow_provider_docsign.webhook_urls import (
+from airflow_provider_docsign.service.webhook_urls import (
     BYPASS_SETTING,
     UnusableWebhookUrl,
     check_webhook_url,

@@ -31,7 +31,7 @@ from airflow_provider_docsign.hooks._http import (
     parse_rate_limit,
 )
 from airflow_provider_docsign.hooks._protocol import HookCore
-from airflow_provider_docsign.models import Envelope, EnvelopeStatus
+from airflow_provider_docsign.service.models import Envelope, EnvelopeStatus
 
 if TYPE_CHECKING:
     import httpx

@@ -1,7 +1,8 @@
 """Attachment methods of :class:`~.docsign.DocsignHook`: labelled links that travel with an envelope.
 
 A mixin typed against :class:`~._protocol.HookCore`. Labels and URLs are checked before anything is
-sent (:func:`~airflow_provider_docsign.attachments.attachment_problems`: a label, an ``https`` link). A
+sent (:func:`~airflow_provider_docsign.service.attachments.attachment_problems`: a label, an ``https`` link).
+A
 create is never repeated after it may have reached the service; on doubt, list the envelope's
 attachments and look for the label.
 """
@@ -11,10 +12,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from airflow_provider_docsign.attachments import Attachment, attachment_problems
 from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.hooks import _endpoints as ep
 from airflow_provider_docsign.hooks._protocol import HookCore
+from airflow_provider_docsign.service.attachments import Attachment, attachment_problems
 
 log = logging.getLogger("airflow_provider_docsign.hooks.docsign")
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from airflow_provider_docsign import outgoing
 from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.hooks._http import CREATE, READ, WRITE
-from airflow_provider_docsign.models import Envelope
+from airflow_provider_docsign.service import outgoing
+from airflow_provider_docsign.service.models import Envelope
 
 #: ``POST /envelope/get-many`` accepts 1..20 ids per call.
 GET_MANY_BATCH = 20
@@ -57,7 +57,7 @@ def check_outgoing(call: Call) -> None:
     """The one check of what leaves: every string of the call's path, query, JSON body or multipart parts.
 
     Called by the hook's request loops (sync and async) before the first attempt; see
-    :mod:`airflow_provider_docsign.outgoing` for the rules.
+    :mod:`airflow_provider_docsign.service.outgoing` for the rules.
 
     :raises DocsignValidationError: naming each field by its JSON path; nothing is sent.
     """

@@ -13,13 +13,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from airflow_provider_docsign.exceptions import DocsignError, DocsignValidationError
-from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
-from airflow_provider_docsign.expiry import merge_meta
 from airflow_provider_docsign.hooks import _endpoints as ep
 from airflow_provider_docsign.hooks._endpoints import camel
 from airflow_provider_docsign.hooks._protocol import HookCore
-from airflow_provider_docsign.models import Envelope, EnvelopeStatus, EnvelopeSummary
-from airflow_provider_docsign.payloads import validate_create_payload
+from airflow_provider_docsign.service.expiry import DEFAULT as DEFAULT_PERIOD
+from airflow_provider_docsign.service.expiry import merge_meta
+from airflow_provider_docsign.service.models import Envelope, EnvelopeStatus, EnvelopeSummary
+from airflow_provider_docsign.service.payloads import validate_create_payload
 
 log = logging.getLogger("airflow_provider_docsign.hooks.docsign")
 
@@ -74,7 +74,7 @@ class EnvelopeMethods:
         """Create a draft envelope from PDFs in one streaming multipart request; return its id.
 
         Everything is validated locally first (see
-        :func:`~airflow_provider_docsign.payloads.validate_create_payload`); on a problem nothing is
+        :func:`~airflow_provider_docsign.service.payloads.validate_create_payload`); on a problem nothing is
         sent. A create is never retried after it may have reached the service.
 
         :param title: The envelope title (1-255 characters).

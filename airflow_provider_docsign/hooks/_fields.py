@@ -13,8 +13,8 @@ from typing import Any
 from airflow_provider_docsign.exceptions import DocsignError, DocsignValidationError
 from airflow_provider_docsign.hooks import _endpoints as ep
 from airflow_provider_docsign.hooks._protocol import HookCore
-from airflow_provider_docsign.models import Envelope, Field
-from airflow_provider_docsign.payloads import ItemPages, validate_fields_for_envelope
+from airflow_provider_docsign.service.models import Envelope, Field
+from airflow_provider_docsign.service.payloads import ItemPages, validate_fields_for_envelope
 
 log = logging.getLogger("airflow_provider_docsign.hooks.docsign")
 

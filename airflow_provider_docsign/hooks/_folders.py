@@ -9,7 +9,7 @@ from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.hooks import _endpoints as ep
 from airflow_provider_docsign.hooks._endpoints import camel
 from airflow_provider_docsign.hooks._protocol import HookCore
-from airflow_provider_docsign.models import Folder
+from airflow_provider_docsign.service.models import Folder
 
 
 class FolderMethods:

@@ -347,7 +347,7 @@ def settings_from_connection(
 
 def parse_fingerprints(value: Any) -> tuple[str, ...]:
     """The ``signing_certificate_fingerprints`` extra: a list, or a string separated by commas/spaces."""
-    from airflow_provider_docsign.signatures import normalize_fingerprint
+    from airflow_provider_docsign.evidence.signatures import normalize_fingerprint
 
     if value is None:
         return ()

@@ -17,8 +17,8 @@ from airflow_provider_docsign.hooks._endpoints import Call
 from airflow_provider_docsign.hooks._io import make_sink
 from airflow_provider_docsign.hooks._protocol import HookCore
 from airflow_provider_docsign.hooks._transfer import stream_download
-from airflow_provider_docsign.models import DownloadResult, EnvelopeItem
-from airflow_provider_docsign.payloads import check_files_only, count_pdf_pages
+from airflow_provider_docsign.service.models import DownloadResult, EnvelopeItem
+from airflow_provider_docsign.service.payloads import check_files_only, count_pdf_pages
 
 
 def _download(

@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from airflow_provider_docsign.exceptions import DocsignAmbiguousWriteError
 from airflow_provider_docsign.hooks._endpoints import Call
 from airflow_provider_docsign.hooks._http import RateLimit, Redactor, Settings
-from airflow_provider_docsign.models import DownloadResult, Envelope, EnvelopeStatus, EnvelopeSummary, Field
+from airflow_provider_docsign.service.models import (
+    DownloadResult,
+    Envelope,
+    EnvelopeStatus,
+    EnvelopeSummary,
+    Field,
+)
 
 if TYPE_CHECKING:
     import httpx

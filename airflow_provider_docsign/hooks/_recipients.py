@@ -7,8 +7,8 @@ from typing import Any
 
 from airflow_provider_docsign.hooks import _endpoints as ep
 from airflow_provider_docsign.hooks._protocol import HookCore
-from airflow_provider_docsign.models import Recipient
-from airflow_provider_docsign.payloads import validate_recipients_for_envelope
+from airflow_provider_docsign.service.models import Recipient
+from airflow_provider_docsign.service.payloads import validate_recipients_for_envelope
 
 
 class RecipientMethods:

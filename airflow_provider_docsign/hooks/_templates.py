@@ -14,12 +14,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from airflow_provider_docsign.exceptions import DocsignValidationError
-from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
-from airflow_provider_docsign.expiry import merge_meta
 from airflow_provider_docsign.hooks import _endpoints as ep
 from airflow_provider_docsign.hooks._protocol import HookCore
-from airflow_provider_docsign.models import Envelope, EnvelopeSummary
-from airflow_provider_docsign.templates import TemplateUse, validate_use_payload
+from airflow_provider_docsign.service.expiry import DEFAULT as DEFAULT_PERIOD
+from airflow_provider_docsign.service.expiry import merge_meta
+from airflow_provider_docsign.service.models import Envelope, EnvelopeSummary
+from airflow_provider_docsign.service.templates import TemplateUse, validate_use_payload
 
 log = logging.getLogger("airflow_provider_docsign.hooks.docsign")
 
@@ -124,7 +124,8 @@ class TemplateMethods:
         """Create an envelope from a template in one streaming multipart request.
 
         The template is read first and the whole call is checked against it (see
-        :func:`~airflow_provider_docsign.templates.validate_use_payload`): every recipient who must act
+        :func:`~airflow_provider_docsign.service.templates.validate_use_payload`): every recipient who must
+        act
         mapped once, prefill values that fit their fields, replacement PDFs that are PDFs and have every
         page the template's fields use. On a problem nothing is sent. Like a create, a use is never
         retried after it may have reached the service: look the envelope up by ``external_id``.

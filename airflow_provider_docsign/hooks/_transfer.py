@@ -25,7 +25,7 @@ from airflow_provider_docsign.hooks._io import (
     SizedReader,
     filename_from_disposition,
 )
-from airflow_provider_docsign.models import DownloadResult
+from airflow_provider_docsign.service.models import DownloadResult
 
 BodyFactory = Callable[[], tuple[Any, dict[str, str], Callable[[], None]]]
 

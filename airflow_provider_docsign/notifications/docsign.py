@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS, BaseNotifier
 from airflow_provider_docsign.exceptions import DocsignValidationError
-from airflow_provider_docsign.models import EnvelopeStatus
+from airflow_provider_docsign.service.models import EnvelopeStatus
 
 __all__ = ["DocsignNotifier"]
 

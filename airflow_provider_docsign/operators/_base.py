@@ -30,7 +30,7 @@ from airflow_provider_docsign.exceptions import (
     DocsignNotFoundError,
     DocsignValidationError,
 )
-from airflow_provider_docsign.links import (
+from airflow_provider_docsign.operators.links import (
     ENVELOPE_LINK_XCOM_KEY,
     DocsignEnvelopeLink,
     envelope_link_payload,
@@ -38,9 +38,9 @@ from airflow_provider_docsign.links import (
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
-    from airflow_provider_docsign.corrections import Refusal
     from airflow_provider_docsign.hooks.docsign import DocsignHook
-    from airflow_provider_docsign.models import Envelope
+    from airflow_provider_docsign.service.corrections import Refusal
+    from airflow_provider_docsign.service.models import Envelope
 
 __all__ = [
     "DEFAULT_CONN_ID",

@@ -22,8 +22,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_docsign.bulk import CampaignPlan, classify_error
-from airflow_provider_docsign.bulk_state import (
+from airflow_provider_docsign.bulk.plan import CampaignPlan, classify_error
+from airflow_provider_docsign.bulk.state import (
     CREATED,
     FAILED,
     IN_FLIGHT,
@@ -35,7 +35,7 @@ from airflow_provider_docsign.bulk_state import (
     utc_now,
 )
 from airflow_provider_docsign.exceptions import DocsignAPIError, DocsignError
-from airflow_provider_docsign.models import EnvelopeStatus
+from airflow_provider_docsign.service.models import EnvelopeStatus
 
 __all__ = ["BulkStopped", "CampaignRunner", "install_pacer"]
 

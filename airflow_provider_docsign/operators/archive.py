@@ -1,9 +1,9 @@
 """Archive an envelope's PDFs, byte for byte with checksums, to a local directory or an object store.
 
 The operator is thin: it checks its arguments when the DAG is parsed, reads the envelope through the
-hook, and hands the work to :class:`~airflow_provider_docsign.archiver.EnvelopeArchiver` (stage,
+hook, and hands the work to :class:`~airflow_provider_docsign.archive.archiver.EnvelopeArchiver` (stage,
 verify, compare, commit with a manifest) writing into an
-:class:`~airflow_provider_docsign.archive_store.Store` (atomic writes; no path outside the
+:class:`~airflow_provider_docsign.archive.store.Store` (atomic writes; no path outside the
 destination). Failures that a retry cannot fix are raised as subclasses of both their
 :mod:`~airflow_provider_docsign.exceptions` class and Airflow's ``AirflowFailException``, so the task
 fails at once. No HTTP here: all service calls go through the hook.
@@ -15,18 +15,19 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_docsign import archive_signatures as _verify
 from airflow_provider_docsign._compat import AirflowFailException, Asset, AssetAlias
-from airflow_provider_docsign.archive import (
+from airflow_provider_docsign.archive import signatures as _verify
+from airflow_provider_docsign.archive.archiver import EnvelopeArchiver
+from airflow_provider_docsign.archive.evidence import TIMESTAMP_MODES, Evidence
+from airflow_provider_docsign.archive.naming import (
     DEFAULT_FILENAME_TEMPLATE,
     DEFAULT_MANIFEST_NAME,
     MANIFEST_FIELDS,
     VERSIONS,
     validate_filename_template,
 )
-from airflow_provider_docsign.archive_evidence import TIMESTAMP_MODES, Evidence
-from airflow_provider_docsign.archive_store import Store, static_destination_uri
-from airflow_provider_docsign.archiver import EnvelopeArchiver
+from airflow_provider_docsign.archive.store import Store, static_destination_uri
+from airflow_provider_docsign.evidence.object_lock import parse_retention
 from airflow_provider_docsign.exceptions import (
     DocsignArchiveConflictError,
     DocsignArchiveError,
@@ -37,12 +38,11 @@ from airflow_provider_docsign.exceptions import (
     DocsignEnvelopeFailedError,
     DocsignEnvelopeNotReadyError,
 )
-from airflow_provider_docsign.object_lock import parse_retention
 from airflow_provider_docsign.operators._base import DocsignBaseOperator
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
-    from airflow_provider_docsign.models import Envelope
+    from airflow_provider_docsign.service.models import Envelope
 
 __all__ = [
     "DocsignArchiveConflictError",
@@ -148,7 +148,7 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
         ``require_completed`` is off, since an unfinished envelope's download is unsigned): every item
         must carry a digital signature that is intact, valid, unchanged after signing (beyond form filling
         and signature/timestamp updates: an added annotation fails, see
-        :data:`~airflow_provider_docsign.signatures.MODIFICATION_ALLOWED`) and, with a trust policy,
+        :data:`~airflow_provider_docsign.evidence.signatures.MODIFICATION_ALLOWED`) and, with a trust policy,
         trusted; otherwise the task fails with
         :class:`~airflow_provider_docsign.exceptions.DocsignSignatureError` before anything is moved
         to a final name. ``"record"``: the result is recorded in the manifest and the task goes on.
@@ -255,7 +255,7 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
     # -- execution ------------------------------------------------------------------------------
 
     def archiver(self, evidence: Evidence | None = None) -> EnvelopeArchiver:
-        """The :class:`~airflow_provider_docsign.archiver.EnvelopeArchiver` with this task's settings.
+        """The :class:`~airflow_provider_docsign.archive.archiver.EnvelopeArchiver` with this task's settings.
 
         :param evidence: The timestamp, copies and retention (:meth:`evidence`); default: none.
         """
@@ -276,7 +276,7 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
 
     def evidence(self) -> Evidence:
         """This task's TSA (looked up now, at run time), timestamp mode, copies and retention."""
-        from airflow_provider_docsign.hooks.tsa import archive_evidence
+        from airflow_provider_docsign.archive.evidence import archive_evidence
 
         return archive_evidence(
             docsign_hook=self.hook,
@@ -345,7 +345,7 @@ class DocsignArchiveSignedDocumentsOperator(DocsignBaseOperator):
                 self.log.warning("Could not record the asset event for %s", store.uri, exc_info=True)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-        """OpenLineage facets: see :func:`airflow_provider_docsign.lineage.archive_facets`."""
-        from airflow_provider_docsign import lineage
+        """OpenLineage facets: see :func:`airflow_provider_docsign.export.lineage.archive_facets`."""
+        from airflow_provider_docsign.export import lineage
 
         return lineage.archive_facets(self, task_instance)

@@ -8,8 +8,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import AirflowFailException, Asset
-from airflow_provider_docsign.archive_batch import BatchOutcome, existing_manifest
-from airflow_provider_docsign.archive_store import Store
+from airflow_provider_docsign.archive.batch import BatchOutcome, existing_manifest
+from airflow_provider_docsign.archive.store import Store
 from airflow_provider_docsign.exceptions import (
     DocsignArchiveError,
     DocsignArchiveRefusedError,
@@ -24,8 +24,8 @@ from airflow_provider_docsign.operators.archive import DocsignArchiveSignedDocum
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
-    from airflow_provider_docsign.archiver import EnvelopeArchiver
-    from airflow_provider_docsign.models import Envelope
+    from airflow_provider_docsign.archive.archiver import EnvelopeArchiver
+    from airflow_provider_docsign.service.models import Envelope
 
 __all__ = ["DocsignBatchArchiveOperator"]
 
@@ -38,7 +38,7 @@ class DocsignBatchArchiveOperator(DocsignArchiveSignedDocumentsOperator):
     """Archive many envelopes in one task: one folder and one manifest per envelope, resumable.
 
     Every envelope is archived by the same
-    :class:`~airflow_provider_docsign.archiver.EnvelopeArchiver` that
+    :class:`~airflow_provider_docsign.archive.archiver.EnvelopeArchiver` that
     :class:`DocsignArchiveSignedDocumentsOperator` uses, with the same parameters, the same
     verification (content type, ``%PDF-`` magic, SHA-256 and size, digital signatures, atomic moves,
     no path outside the destination) and the same evidence (timestamp over each manifest, long-term
@@ -160,8 +160,8 @@ class DocsignBatchArchiveOperator(DocsignArchiveSignedDocumentsOperator):
 
         try:
             if self.result_table is not None:
-                from airflow_provider_docsign.bulk import OUTPUT_FORMATS, format_of, sent_envelope_ids
-                from airflow_provider_docsign.bulk_store import resolve_path
+                from airflow_provider_docsign.bulk.plan import OUTPUT_FORMATS, format_of, sent_envelope_ids
+                from airflow_provider_docsign.bulk.store import resolve_path
 
                 path = resolve_path(self.result_table, "result_table")
                 return sent_envelope_ids(path, format_of(path, None, OUTPUT_FORMATS, "result_table"))
@@ -251,7 +251,7 @@ class DocsignBatchArchiveOperator(DocsignArchiveSignedDocumentsOperator):
                 self.log.warning("Could not record the asset event for %s", store.uri, exc_info=True)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-        """OpenLineage: see :func:`airflow_provider_docsign.lineage.batch_archive_facets`."""
-        from airflow_provider_docsign import lineage
+        """OpenLineage: see :func:`airflow_provider_docsign.export.lineage.batch_archive_facets`."""
+        from airflow_provider_docsign.export import lineage
 
         return lineage.batch_archive_facets(self, task_instance)

@@ -3,7 +3,7 @@
 Each operator reads the envelope first and refuses, before sending anything, a change the service
 would refuse: attachments of a COMPLETED or REJECTED envelope cannot change (400 ``INVALID_REQUEST``
 "Attachments can not be modified after the document has been completed or rejected"). Labels and links
-are checked locally (a label, an ``https`` URL); see :mod:`airflow_provider_docsign.attachments`.
+are checked locally (a label, an ``https`` URL); see :mod:`airflow_provider_docsign.service.attachments`.
 """
 
 from __future__ import annotations
@@ -12,10 +12,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import AirflowFailException
-from airflow_provider_docsign.attachments import Attachment, attachment_problems, normalize_attachments
-from airflow_provider_docsign.corrections import attachment_change_refusal
 from airflow_provider_docsign.exceptions import DocsignNotFoundError, DocsignValidationError
 from airflow_provider_docsign.operators._base import PERMANENT_ERRORS, DocsignBaseOperator, fail_now
+from airflow_provider_docsign.service.attachments import (
+    Attachment,
+    attachment_problems,
+    normalize_attachments,
+)
+from airflow_provider_docsign.service.corrections import attachment_change_refusal
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import Asset
-from airflow_provider_docsign.bulk import (
+from airflow_provider_docsign.bulk.plan import (
     INPUT_FORMATS,
     OUTPUT_FORMATS,
     RESULT_COLUMNS,
@@ -18,7 +18,7 @@ from airflow_provider_docsign.bulk import (
     iter_keys,
     read_rows,
 )
-from airflow_provider_docsign.bulk_state import (
+from airflow_provider_docsign.bulk.state import (
     CREATED,
     INVALID,
     PENDING,
@@ -29,13 +29,13 @@ from airflow_provider_docsign.bulk_state import (
     first_problems,
     summary_table,
 )
-from airflow_provider_docsign.bulk_store import CheckpointFile, resolve_path, static_uri
+from airflow_provider_docsign.bulk.store import CheckpointFile, resolve_path, static_uri
 from airflow_provider_docsign.exceptions import DocsignAuthError, DocsignNotFoundError, DocsignValidationError
-from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
-from airflow_provider_docsign.expiry import period_meta_fields
-from airflow_provider_docsign.export_store import TableFile, require_pyarrow, uri_of
+from airflow_provider_docsign.export.store import TableFile, require_pyarrow, uri_of
 from airflow_provider_docsign.operators._base import PERMANENT_ERRORS, DocsignBaseOperator, fail_now
 from airflow_provider_docsign.operators._bulk import BulkStopped, CampaignRunner, install_pacer
+from airflow_provider_docsign.service.expiry import DEFAULT as DEFAULT_PERIOD
+from airflow_provider_docsign.service.expiry import period_meta_fields
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
@@ -59,7 +59,7 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
     ``template_id``; otherwise from **PDFs** (create, then distribute: two requests). A row may carry
     ``recipients``, ``prefill_fields``, ``files``, ``title`` and ``meta`` columns (JSON text in a
     CSV); where it does not, the operator's argument of the same name is used, with ``{column}`` in
-    its strings replaced by the row's value (see :mod:`airflow_provider_docsign.bulk`).
+    its strings replaced by the row's value (see :mod:`airflow_provider_docsign.bulk.plan`).
 
     **Validation first.** Every row is checked locally with the validators of
     :class:`DocsignCreateEnvelopeFromTemplateOperator` and :class:`DocsignCreateEnvelopeOperator`
@@ -410,7 +410,7 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
         )
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-        """OpenLineage: see :func:`airflow_provider_docsign.lineage.bulk_send_facets`."""
-        from airflow_provider_docsign import lineage
+        """OpenLineage: see :func:`airflow_provider_docsign.export.lineage.bulk_send_facets`."""
+        from airflow_provider_docsign.export import lineage
 
         return lineage.bulk_send_facets(self, task_instance)

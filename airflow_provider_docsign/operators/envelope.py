@@ -8,9 +8,6 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_docsign._compat import AirflowFailException, mask_secret
 from airflow_provider_docsign._text import printable
 from airflow_provider_docsign.exceptions import DocsignAmbiguousWriteError, DocsignValidationError
-from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
-from airflow_provider_docsign.expiry import period_meta_fields
-from airflow_provider_docsign.models import EnvelopeStatus
 from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
     DocsignBaseOperator,
@@ -24,11 +21,14 @@ from airflow_provider_docsign.operators._base import (
     resolve_files,
     status_value,
 )
-from airflow_provider_docsign.payloads import SIGNATURE_FIELD_TYPES
+from airflow_provider_docsign.service.expiry import DEFAULT as DEFAULT_PERIOD
+from airflow_provider_docsign.service.expiry import period_meta_fields
+from airflow_provider_docsign.service.models import EnvelopeStatus
+from airflow_provider_docsign.service.payloads import SIGNATURE_FIELD_TYPES
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
-    from airflow_provider_docsign.models import Envelope
+    from airflow_provider_docsign.service.models import Envelope
 
 __all__ = [
     "DocsignCancelEnvelopeOperator",
@@ -267,8 +267,8 @@ class DocsignCreateEnvelopeOperator(DocsignBaseOperator):
             )
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-        """OpenLineage facets: see :func:`airflow_provider_docsign.lineage.create_facets`."""
-        from airflow_provider_docsign import lineage
+        """OpenLineage facets: see :func:`airflow_provider_docsign.export.lineage.create_facets`."""
+        from airflow_provider_docsign.export import lineage
 
         return lineage.create_facets(self, task_instance)
 

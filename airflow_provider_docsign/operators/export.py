@@ -7,10 +7,10 @@ from collections.abc import Iterator, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_docsign import export as _export
 from airflow_provider_docsign._compat import Asset, get_connection, mask_secret
 from airflow_provider_docsign.exceptions import DocsignValidationError
-from airflow_provider_docsign.export import (
+from airflow_provider_docsign.export import rows as _export
+from airflow_provider_docsign.export.rows import (
     FORMATS,
     PII_MODES,
     TABLES,
@@ -23,12 +23,12 @@ from airflow_provider_docsign.export import (
     select,
     sent_time,
 )
-from airflow_provider_docsign.export_store import PartitionWriter, require_pyarrow, uri_of
+from airflow_provider_docsign.export.store import PartitionWriter, require_pyarrow, uri_of
 from airflow_provider_docsign.operators._base import PERMANENT_ERRORS, DocsignBaseOperator, fail_now
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
-    from airflow_provider_docsign.models import EnvelopeSummary
+    from airflow_provider_docsign.service.models import EnvelopeSummary
 
 __all__ = ["DocsignExportEnvelopesOperator"]
 
@@ -44,7 +44,7 @@ class DocsignExportEnvelopesOperator(DocsignBaseOperator):
     Writes ``envelopes``, ``recipients`` and ``field_values`` partitions for the interval below
     ``destination`` (``<table>/date=YYYY-MM-DD/part-0000.jsonl`` or ``.parquet``, and ``_SUCCESS`` with
     the row counts), replacing the partition of an earlier run of the same interval. The schema is
-    :data:`airflow_provider_docsign.export.TABLES` (see the "Contract data" guide page).
+    :data:`airflow_provider_docsign.export.rows.TABLES` (see the "Contract data" guide page).
 
     How envelopes are found (real service): ``GET /envelope`` cannot filter by time and, without
     ``folderId``, lists the root only. So the export lists the root and then every document folder
@@ -70,7 +70,7 @@ class DocsignExportEnvelopesOperator(DocsignBaseOperator):
         (null). Which columns: ``pii_columns``.
     :param pii_columns: The columns (``"table.column"``) the ``pii`` mode applies to; every other
         column is written as the service returned it. Default
-        :data:`~airflow_provider_docsign.export.DEFAULT_PII_COLUMNS`: ``envelopes.title``,
+        :data:`~airflow_provider_docsign.export.rows.DEFAULT_PII_COLUMNS`: ``envelopes.title``,
         ``envelopes.external_id``, ``envelopes.rejection_reason``, ``recipients.email``,
         ``recipients.name`` and ``field_values.value`` (free-text types). A team whose external ids
         are opaque keys it joins on can leave that column out; ``field_values.label`` may be added.
@@ -233,7 +233,7 @@ class DocsignExportEnvelopesOperator(DocsignBaseOperator):
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """OpenLineage: the partitions written, each with a schema facet (see :mod:`..lineage`)."""
-        from airflow_provider_docsign import lineage
+        from airflow_provider_docsign.export import lineage
 
         return lineage.export_facets(
             self.partitions, {t: [(c.name, c.type) for c in TABLES[t]] for t in TABLES}

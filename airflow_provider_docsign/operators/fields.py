@@ -5,12 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_docsign.corrections import (
-    field_delete_refusal,
-    field_shape_problems,
-    fields_update_refusal,
-    matching_fields,
-)
 from airflow_provider_docsign.exceptions import (
     DocsignAmbiguousWriteError,
     DocsignValidationError,
@@ -24,10 +18,16 @@ from airflow_provider_docsign.operators._base import (
     id_list,
     one_id,
 )
+from airflow_provider_docsign.service.corrections import (
+    field_delete_refusal,
+    field_shape_problems,
+    fields_update_refusal,
+    matching_fields,
+)
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
-    from airflow_provider_docsign.models import Envelope
+    from airflow_provider_docsign.service.models import Envelope
 
 __all__ = ["DocsignAddFieldsOperator", "DocsignDeleteFieldOperator", "DocsignUpdateFieldsOperator"]
 

@@ -10,7 +10,7 @@ from airflow_provider_docsign.operators._base import PERMANENT_ERRORS, DocsignBa
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
-    from airflow_provider_docsign.models import Folder
+    from airflow_provider_docsign.service.models import Folder
 
 __all__ = ["DocsignCreateFolderOperator"]
 

@@ -23,7 +23,7 @@ from airflow_provider_docsign.operators._base import (
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
-    from airflow_provider_docsign.models import Envelope, EnvelopeItem
+    from airflow_provider_docsign.service.models import Envelope, EnvelopeItem
 
 __all__ = [
     "DocsignAddEnvelopeItemsOperator",

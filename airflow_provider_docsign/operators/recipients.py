@@ -9,17 +9,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import AirflowFailException
-from airflow_provider_docsign.corrections import (
-    field_shape_problems,
-    recipient_delete_refusal,
-    recipient_problems,
-    recipients_update_refusal,
-)
 from airflow_provider_docsign.exceptions import (
     DocsignAmbiguousWriteError,
     DocsignValidationError,
 )
-from airflow_provider_docsign.models import EnvelopeStatus
 from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
     DocsignBaseOperator,
@@ -30,6 +23,13 @@ from airflow_provider_docsign.operators._base import (
     status_value,
 )
 from airflow_provider_docsign.operators.fields import DocsignAddFieldsOperator
+from airflow_provider_docsign.service.corrections import (
+    field_shape_problems,
+    recipient_delete_refusal,
+    recipient_problems,
+    recipients_update_refusal,
+)
+from airflow_provider_docsign.service.models import EnvelopeStatus
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context

@@ -9,14 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import AirflowFailException
 from airflow_provider_docsign.exceptions import DocsignAPIError, DocsignError
-from airflow_provider_docsign.expiry import (
-    awaits_signature,
-    expired_recipients,
-    mask_email,
-    parse_timestamp,
-    reminded_recipients,
-)
-from airflow_provider_docsign.models import Envelope, EnvelopeStatus, Recipient
 from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
     DocsignBaseOperator,
@@ -24,6 +16,14 @@ from airflow_provider_docsign.operators._base import (
     fail_now,
     status_value,
 )
+from airflow_provider_docsign.service.expiry import (
+    awaits_signature,
+    expired_recipients,
+    mask_email,
+    parse_timestamp,
+    reminded_recipients,
+)
+from airflow_provider_docsign.service.models import Envelope, EnvelopeStatus, Recipient
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context

@@ -7,23 +7,23 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import AirflowFailException
-from airflow_provider_docsign.archive import DEFAULT_FILENAME_TEMPLATE, DEFAULT_MANIFEST_NAME
-from airflow_provider_docsign.archive_store import Store
-from airflow_provider_docsign.archiver import EnvelopeArchiver
+from airflow_provider_docsign.archive.archiver import EnvelopeArchiver
+from airflow_provider_docsign.archive.naming import DEFAULT_FILENAME_TEMPLATE, DEFAULT_MANIFEST_NAME
+from airflow_provider_docsign.archive.retention import archive_problems, cutoff, older_than
+from airflow_provider_docsign.archive.store import Store
 from airflow_provider_docsign.exceptions import DocsignNotFoundError, DocsignValidationError
 from airflow_provider_docsign.hooks._endpoints import GET_MANY_BATCH
-from airflow_provider_docsign.models import EnvelopeStatus
 from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
     DocsignBaseOperator,
     fail_now,
     status_value,
 )
-from airflow_provider_docsign.retention import archive_problems, cutoff, older_than
+from airflow_provider_docsign.service.models import EnvelopeStatus
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
-    from airflow_provider_docsign.models import EnvelopeSummary
+    from airflow_provider_docsign.service.models import EnvelopeSummary
 
 __all__ = ["DocsignDeleteEnvelopesOperator"]
 

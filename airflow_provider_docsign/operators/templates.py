@@ -7,9 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import AirflowFailException
 from airflow_provider_docsign.exceptions import DocsignAmbiguousWriteError, DocsignValidationError
-from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
-from airflow_provider_docsign.expiry import period_meta_fields
-from airflow_provider_docsign.models import EnvelopeStatus
 from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
     DocsignBaseOperator,
@@ -21,10 +18,13 @@ from airflow_provider_docsign.operators._base import (
     status_value,
 )
 from airflow_provider_docsign.operators.envelope import DocsignCreateEnvelopeOperator
+from airflow_provider_docsign.service.expiry import DEFAULT as DEFAULT_PERIOD
+from airflow_provider_docsign.service.expiry import period_meta_fields
+from airflow_provider_docsign.service.models import EnvelopeStatus
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
-    from airflow_provider_docsign.models import Envelope
+    from airflow_provider_docsign.service.models import Envelope
 
 __all__ = [
     "DocsignCreateEnvelopeFromTemplateOperator",
@@ -247,8 +247,8 @@ class DocsignCreateEnvelopeFromTemplateOperator(DocsignBaseOperator):
         return envelope
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
-        """OpenLineage facets: see :func:`airflow_provider_docsign.lineage.template_use_facets`."""
-        from airflow_provider_docsign import lineage
+        """OpenLineage facets: see :func:`airflow_provider_docsign.export.lineage.template_use_facets`."""
+        from airflow_provider_docsign.export import lineage
 
         return lineage.template_use_facets(self, task_instance)
 

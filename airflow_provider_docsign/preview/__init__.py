@@ -314,7 +314,7 @@ def preview_envelope(
     :param prefill_fields: Template prefill values, ``[{"id" or "label", "value"}]`` or ``{label: value}``.
     :param files: Replacement PDFs, ``{item id or title: source}`` or a list in item order.
     """
-    from airflow_provider_docsign.templates import resolve_prefill, resolve_replacements
+    from airflow_provider_docsign.service.templates import resolve_prefill, resolve_replacements
 
     if hook is None:
         from airflow_provider_docsign.hooks.docsign import DocsignHook

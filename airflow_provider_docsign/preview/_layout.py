@@ -219,7 +219,7 @@ def layout_from_payload(recipients: Any, file_names: Sequence[str], page_counts:
 
 
 def layout_from_envelope(envelope: Any, file_names: Sequence[str], page_counts: Sequence[int]) -> Layout:
-    """Build the layout from a fetched :class:`~airflow_provider_docsign.models.Envelope`.
+    """Build the layout from a fetched :class:`~airflow_provider_docsign.service.models.Envelope`.
 
     Recipients keep the service's order (by id, i.e. creation order) and fields are numbered by
     recipient, then by field id (creation order), so an envelope created from a payload gets the same

@@ -2,7 +2,8 @@
 
 The real service's web app shows a team's envelope at ``/t/{teamUrl}/documents/{envelopeId}`` (a
 template at ``/t/{teamUrl}/templates/{envelopeId}``), behind a login; that is where the operators'
-extra link points (:mod:`airflow_provider_docsign.links`). The sandbox has no web app: it answers those
+extra link points (:mod:`airflow_provider_docsign.operators.links`). The sandbox has no web app: it answers
+those
 two paths with one read-only HTML page, with no login, holding what the API would show of the
 envelope: title, id, external id, status, the items, and each recipient's name, role and signing
 status. E-mail addresses, signing tokens and PDFs are left out. Every value is HTML-escaped. An unknown

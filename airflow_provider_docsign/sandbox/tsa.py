@@ -239,7 +239,7 @@ class TimestampAuthority:
 def _rejection(fail_info: str, text: str) -> TsaAnswer:
     from asn1crypto import tsp
 
-    from airflow_provider_docsign.timestamps import TimeStampResponse
+    from airflow_provider_docsign.evidence.timestamps import TimeStampResponse
 
     status = tsp.PKIStatusInfo(
         {"status": "rejection", "status_string": [text], "fail_info": tsp.PKIFailureInfo({fail_info})}

@@ -286,7 +286,8 @@ def refuse_unstorable(value: Any, trpc_path: str) -> None:
     JSON.parse and zod accept a lone surrogate (it is a valid JavaScript string), but the service's
     database layer cannot encode it, and Prisma fails the query (prisma/orm#24989); tRPC answers an
     unknown error as ``INTERNAL_SERVER_ERROR``, and nothing is written. Inferred from the source, not
-    recorded: the provider never sends one (``airflow_provider_docsign.outgoing``). The sandbox used to
+    recorded: the provider never sends one (``airflow_provider_docsign.service.outgoing``). The sandbox used
+    to
     store it and then fail every later answer that held it.
     """
     if _has_lone_surrogate(value):

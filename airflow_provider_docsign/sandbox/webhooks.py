@@ -8,7 +8,8 @@
 - Delivery: POST with a 10 s timeout, redirects not followed; any non-2xx, timeout or connection error
   fails the attempt, and it is tried again at once, 4 attempts in all (the real job runner's
   ``maxRetries`` of 3).
-- Private addresses, as the real service (``airflow_provider_docsign.webhook_urls``): the URL is parsed
+- Private addresses, as the real service (``airflow_provider_docsign.service.webhook_urls``): the URL is
+parsed
   as the service parses it (WHATWG), and a URL whose host is ``localhost`` or is (or resolves to) a
   private, loopback or link-local address is refused before any request, unless the host is listed in
   ``NEXT_PRIVATE_WEBHOOK_SSRF_BYPASS_HOSTS`` (the same environment variable, or
@@ -43,7 +44,7 @@ from typing import Any
 
 import httpx
 
-from airflow_provider_docsign.webhook_urls import (
+from airflow_provider_docsign.service.webhook_urls import (
     UnusableWebhookUrl,
     WebhookUrl,
     check_webhook_url,

@@ -34,8 +34,8 @@ from airflow_provider_docsign.exceptions import (
     DocsignRateLimitError,
     DocsignServerError,
 )
-from airflow_provider_docsign.expiry import expired_recipients, mask_email
-from airflow_provider_docsign.models import TERMINAL_STATUSES, Envelope, EnvelopeStatus
+from airflow_provider_docsign.service.expiry import expired_recipients, mask_email
+from airflow_provider_docsign.service.models import TERMINAL_STATUSES, Envelope, EnvelopeStatus
 
 __all__ = [
     "EVENT_STATUSES",

@@ -168,8 +168,8 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
         cached: list[str] | None = getattr(self, "_table_cache", None)
         if cached is not None:
             return cached
-        from airflow_provider_docsign.bulk import OUTPUT_FORMATS, format_of, sent_envelope_ids
-        from airflow_provider_docsign.bulk_store import resolve_path
+        from airflow_provider_docsign.bulk.plan import OUTPUT_FORMATS, format_of, sent_envelope_ids
+        from airflow_provider_docsign.bulk.store import resolve_path
 
         try:
             path = resolve_path(self.result_table, "result_table")

@@ -26,7 +26,7 @@ refusal:
 5. ``400`` for a body that is not a webhook (malformed or too deeply nested JSON, no event, no envelope
    id) or whose event no subscription with that secret accepts;
 6. ``200``, then each matching subscription gets the parsed
-   :class:`~airflow_provider_docsign.webhook_events.WebhookEvent`.
+   :class:`~airflow_provider_docsign.service.webhook_events.WebhookEvent`.
 
 Why deliveries are not starved by a flood of connections that send nothing (or too little), from one
 address or many: such connections never reach step 4, so the authenticated slots are a reserve that
@@ -58,7 +58,7 @@ from collections.abc import Sequence
 import h11
 
 from airflow_provider_docsign._text import printable as _printable
-from airflow_provider_docsign.webhook_events import (
+from airflow_provider_docsign.service.webhook_events import (
     SECRET_HEADER,
     WebhookEvent,
     WebhookRejected,

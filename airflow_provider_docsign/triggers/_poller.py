@@ -50,7 +50,7 @@ from airflow_provider_docsign.sensors._evaluate import classify_error
 
 if TYPE_CHECKING:
     from airflow_provider_docsign.hooks.docsign import DocsignHook
-    from airflow_provider_docsign.models import Envelope
+    from airflow_provider_docsign.service.models import Envelope
 
 __all__ = ["EnvelopePoller", "Read", "Subscription", "active_pollers", "apoller_for"]
 

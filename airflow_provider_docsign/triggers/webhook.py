@@ -25,12 +25,12 @@ if not AIRFLOW_V_3_0_PLUS:
         "whose polls are coalesced 20 envelopes per request in the triggerer."
     )
 
+from airflow_provider_docsign.service.webhook_events import DEFAULT_EVENTS, normalize_events
 from airflow_provider_docsign.triggers._listener import (
     DEFAULT_HEAD_TIMEOUT,
     DEFAULT_MAX_CONNECTIONS,
     listener_for,
 )
-from airflow_provider_docsign.webhook_events import DEFAULT_EVENTS, normalize_events
 
 __all__ = [
     "DEFAULT_HEAD_TIMEOUT",

@@ -98,7 +98,7 @@ def test_hook_payload_matches_the_fixture_and_the_schema(
 
 
 def test_template_use_override_is_valid_for_the_schema() -> None:
-    from airflow_provider_docsign.expiry import merge_meta
+    from airflow_provider_docsign.service.expiry import merge_meta
 
     override = merge_meta({"title": "NDA"}, "2w")
     schema = _payload_schema("/envelope/use")["properties"]["override"]

@@ -39,7 +39,7 @@ def sandbox_conn_json(server: SandboxServer) -> str:
     It pins the sandbox's sealing certificate (``signing_certificate_fingerprints``), as a user pins a
     self-hosted instance's self-signed certificate.
     """
-    from airflow_provider_docsign.signatures import certificate_fingerprints
+    from airflow_provider_docsign.evidence.signatures import certificate_fingerprints
 
     return json.dumps(
         {

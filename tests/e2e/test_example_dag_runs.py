@@ -24,8 +24,8 @@ from e2e_helpers import (
     task_states,
 )
 
-from airflow_provider_docsign.models import EnvelopeStatus
 from airflow_provider_docsign.sandbox import SandboxServer
+from airflow_provider_docsign.service.models import EnvelopeStatus
 
 pytestmark = pytest.mark.e2e
 

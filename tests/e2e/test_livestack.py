@@ -214,7 +214,7 @@ def _wait_for(what: str, check: Any, stack: _Stack, timeout: float, interval: fl
 
 def _docsign_connection(sandbox: SandboxServer, **extra: Any) -> dict[str, Any]:
     """The ``docsign`` connection of the sandbox, with no port: the base URL carries it."""
-    from airflow_provider_docsign.signatures import certificate_fingerprints
+    from airflow_provider_docsign.evidence.signatures import certificate_fingerprints
 
     extras = {
         "max_retries": 3,

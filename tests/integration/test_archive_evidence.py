@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 from helpers import completed_envelope, conn_json
 
+from airflow_provider_docsign.evidence.ltv import verify_ltv
+from airflow_provider_docsign.evidence.signatures import TrustPolicy
+from airflow_provider_docsign.evidence.timestamps import verify_timestamp
 from airflow_provider_docsign.exceptions import DocsignArchiveEvidenceError, DocsignArchiveTimestampError
 from airflow_provider_docsign.hooks.docsign import DocsignHook
-from airflow_provider_docsign.ltv import verify_ltv
 from airflow_provider_docsign.operators.archive import DocsignArchiveSignedDocumentsOperator
 from airflow_provider_docsign.sandbox import SandboxServer
-from airflow_provider_docsign.signatures import TrustPolicy
-from airflow_provider_docsign.timestamps import verify_timestamp
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ import pytest
 from helpers import conn_json, ctx, signer
 from template_helpers import field
 
-from airflow_provider_docsign.bulk_store import CHECKPOINT_SUFFIX
+from airflow_provider_docsign.bulk.store import CHECKPOINT_SUFFIX
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.operators.bulk import DocsignBulkSendOperator
 from airflow_provider_docsign.sandbox import SandboxServer

@@ -170,7 +170,7 @@ def test_the_batch_archive_applies_the_same_evidence_as_one_envelope_s_archive(
     campaign: tuple[Path, list[str]], sandbox: SandboxServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A TSA on the batch: every manifest gets its token and every item its long-term copy, as alone."""
-    from airflow_provider_docsign.timestamps import verify_timestamp
+    from airflow_provider_docsign.evidence.timestamps import verify_timestamp
 
     table, _ = campaign
     sandbox.clear_tsa()

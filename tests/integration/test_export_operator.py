@@ -163,7 +163,7 @@ def test_hash_mode_leaves_no_email_name_or_free_text_and_hashes_people_stably(
 def test_pii_columns_keep_an_opaque_external_id_for_joins(
     conn: SandboxServer, seeded: tuple[SandboxServer, list[dict[str, Any]]], tmp_path: Path
 ) -> None:
-    from airflow_provider_docsign.export import DEFAULT_PII_COLUMNS
+    from airflow_provider_docsign.export.rows import DEFAULT_PII_COLUMNS
 
     with pytest.raises(ValueError, match="cannot be chosen"):  # refused when the DAG is parsed
         DocsignExportEnvelopesOperator(
@@ -226,7 +226,7 @@ def test_parquet_has_the_documented_types(conn: SandboxServer, tmp_path: Path) -
     import pyarrow as pa  # a test tool: installed in the test venvs
     import pyarrow.parquet as pq
 
-    from airflow_provider_docsign.export import TABLES
+    from airflow_provider_docsign.export.rows import TABLES
 
     run_export(tmp_path, format="parquet", pii="keep")
     first = snapshot(tmp_path)

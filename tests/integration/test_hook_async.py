@@ -8,9 +8,9 @@ import pytest
 
 from airflow_provider_docsign.exceptions import DocsignAuthError, DocsignNotFoundError, DocsignRateLimitError
 from airflow_provider_docsign.hooks.docsign import DocsignHook
-from airflow_provider_docsign.models import EnvelopeStatus
 from airflow_provider_docsign.samples import write_sample_pdf
 from airflow_provider_docsign.sandbox import SandboxServer
+from airflow_provider_docsign.service.models import EnvelopeStatus
 
 pytestmark = pytest.mark.integration
 

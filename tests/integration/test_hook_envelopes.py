@@ -15,8 +15,8 @@ from helpers import sig
 from airflow_provider_docsign._compat import ObjectStoragePath
 from airflow_provider_docsign.exceptions import DocsignNotFoundError, DocsignServerError
 from airflow_provider_docsign.hooks.docsign import DocsignHook
-from airflow_provider_docsign.models import EnvelopeStatus
 from airflow_provider_docsign.sandbox import SandboxServer
+from airflow_provider_docsign.service.models import EnvelopeStatus
 
 pytestmark = pytest.mark.integration
 

@@ -13,8 +13,8 @@ from template_helpers import mapped, onboarding_recipients
 
 from airflow_provider_docsign.exceptions import DocsignAmbiguousWriteError, DocsignValidationError
 from airflow_provider_docsign.hooks.docsign import DocsignHook
-from airflow_provider_docsign.models import EnvelopeStatus
 from airflow_provider_docsign.sandbox import SandboxServer
+from airflow_provider_docsign.service.models import EnvelopeStatus
 
 pytestmark = pytest.mark.integration
 

@@ -15,8 +15,8 @@ import pytest
 from helpers import sig, signer
 
 from airflow_provider_docsign.hooks.docsign import DocsignHook
-from airflow_provider_docsign.models import Field
 from airflow_provider_docsign.sandbox import SandboxServer
+from airflow_provider_docsign.service.models import Field
 
 pytestmark = pytest.mark.integration
 

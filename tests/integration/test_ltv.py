@@ -16,13 +16,14 @@ from pathlib import Path
 import pytest
 from helpers import completed_envelope
 
+from airflow_provider_docsign.evidence.ltv import LtvWriter, verify_ltv
+from airflow_provider_docsign.evidence.signatures import TrustPolicy, verify_pdf_signatures
+from airflow_provider_docsign.evidence.timestamps import TimestampError
+from airflow_provider_docsign.evidence.tsa_client import TsaSettings
 from airflow_provider_docsign.hooks.docsign import DocsignHook
-from airflow_provider_docsign.ltv import LtvWriter, verify_ltv
+from airflow_provider_docsign.hooks.tsa import post_timestamp_query
 from airflow_provider_docsign.sandbox import SandboxServer
 from airflow_provider_docsign.sandbox.sealing import byte_range, write_modified
-from airflow_provider_docsign.signatures import TrustPolicy, verify_pdf_signatures
-from airflow_provider_docsign.timestamps import TimestampError
-from airflow_provider_docsign.tsa_client import TsaSettings
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +55,11 @@ def sealed(short_lived: SandboxServer, tmp_path_factory: pytest.TempPathFactory)
 
 
 def _writer(server: SandboxServer, seal_pem: bytes) -> LtvWriter:
-    tsa = TsaSettings(url=server.tsa_url, trust=TrustPolicy.build(pem=[server.tsa_certificate_pem()]))
+    tsa = TsaSettings(
+        url=server.tsa_url,
+        trust=TrustPolicy.build(pem=[server.tsa_certificate_pem()]),
+        transport=post_timestamp_query,
+    )
     return LtvWriter(tsa, trust=TrustPolicy.build(pem=[seal_pem]))
 
 
@@ -148,7 +153,9 @@ def test_a_document_timestamp_from_an_unpinned_tsa(
 
     short_lived.tsa_fault("untrusted", count=2)
     out = io.BytesIO()
-    LtvWriter(TsaSettings(url=short_lived.tsa_url)).write(io.BytesIO(signed), out)
+    LtvWriter(TsaSettings(url=short_lived.tsa_url, transport=post_timestamp_query)).write(
+        io.BytesIO(signed), out
+    )
     tsa_trust = TrustPolicy.build(pem=[short_lived.tsa_certificate_pem()])
     report = verify_ltv(io.BytesIO(out.getvalue()), tsa_trust=tsa_trust)
     assert not report.passed
@@ -160,7 +167,7 @@ def test_a_document_timestamp_from_an_unpinned_tsa(
 def test_extending_an_unsigned_pdf_is_refused(
     short_lived: SandboxServer, make_pdf: Callable[..., Path]
 ) -> None:
-    from airflow_provider_docsign.signatures import UnreadablePdfError
+    from airflow_provider_docsign.evidence.signatures import UnreadablePdfError
 
     writer = _writer(short_lived, short_lived.certificate_pem())
     with pytest.raises(UnreadablePdfError, match="no signature"), open(make_pdf("plain.pdf"), "rb") as fh:

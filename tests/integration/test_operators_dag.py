@@ -17,7 +17,6 @@ import pytest
 
 from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS
 from airflow_provider_docsign.hooks.docsign import DocsignHook
-from airflow_provider_docsign.links import ENVELOPE_LINK_XCOM_KEY, DocsignEnvelopeLink
 from airflow_provider_docsign.operators import (
     DocsignAddEnvelopeItemsOperator,
     DocsignAddFieldsOperator,
@@ -30,6 +29,7 @@ from airflow_provider_docsign.operators import (
     DocsignRejectRecipientOperator,
     DocsignUpdateEnvelopeItemsOperator,
 )
+from airflow_provider_docsign.operators.links import ENVELOPE_LINK_XCOM_KEY, DocsignEnvelopeLink
 from airflow_provider_docsign.sandbox import SandboxServer
 
 pytestmark = pytest.mark.integration

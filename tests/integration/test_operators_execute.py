@@ -18,7 +18,6 @@ from helpers import ctx
 
 from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS, AirflowFailException
 from airflow_provider_docsign.hooks.docsign import DocsignHook
-from airflow_provider_docsign.links import ENVELOPE_LINK_XCOM_KEY
 from airflow_provider_docsign.operators import (
     DocsignAddEnvelopeItemsOperator,
     DocsignAddFieldsOperator,
@@ -29,6 +28,7 @@ from airflow_provider_docsign.operators import (
     DocsignDistributeEnvelopeOperator,
     DocsignRejectRecipientOperator,
 )
+from airflow_provider_docsign.operators.links import ENVELOPE_LINK_XCOM_KEY
 from airflow_provider_docsign.sandbox import SandboxServer
 
 pytestmark = pytest.mark.integration

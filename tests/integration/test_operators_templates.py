@@ -13,12 +13,12 @@ from template_helpers import mapped, onboarding_recipients
 
 from airflow_provider_docsign._compat import AirflowFailException
 from airflow_provider_docsign.hooks.docsign import DocsignHook
-from airflow_provider_docsign.links import ENVELOPE_LINK_XCOM_KEY
 from airflow_provider_docsign.operators import (
     DocsignCreateEnvelopeFromTemplateOperator,
     DocsignCreateTemplateOperator,
     DocsignDuplicateTemplateOperator,
 )
+from airflow_provider_docsign.operators.links import ENVELOPE_LINK_XCOM_KEY
 from airflow_provider_docsign.sandbox import SandboxServer
 
 pytestmark = pytest.mark.integration

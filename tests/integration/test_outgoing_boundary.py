@@ -28,9 +28,9 @@ from helpers import sig, signer
 from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.hooks import _endpoints as ep
 from airflow_provider_docsign.hooks.docsign import DocsignHook
-from airflow_provider_docsign.models import Envelope
 from airflow_provider_docsign.samples import write_sample_pdf
 from airflow_provider_docsign.sandbox import SandboxServer
+from airflow_provider_docsign.service.models import Envelope
 
 pytestmark = pytest.mark.integration
 

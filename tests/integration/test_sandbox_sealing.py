@@ -10,9 +10,13 @@ import pytest
 import requests
 from helpers import completed_envelope, signer
 
+from airflow_provider_docsign.evidence.signatures import (
+    TrustPolicy,
+    certificate_fingerprints,
+    verify_pdf_signatures,
+)
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.sandbox import SandboxServer
-from airflow_provider_docsign.signatures import TrustPolicy, certificate_fingerprints, verify_pdf_signatures
 
 pytestmark = pytest.mark.integration
 

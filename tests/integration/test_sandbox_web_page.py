@@ -17,8 +17,8 @@ from typing import Any
 import requests
 
 from airflow_provider_docsign.hooks.docsign import DocsignHook
-from airflow_provider_docsign.links import ENVELOPE_LINK_XCOM_KEY, build_envelope_url
 from airflow_provider_docsign.operators import DocsignCreateEnvelopeOperator
+from airflow_provider_docsign.operators.links import ENVELOPE_LINK_XCOM_KEY, build_envelope_url
 from airflow_provider_docsign.sandbox import SandboxServer
 
 

@@ -279,7 +279,7 @@ def test_expiry_and_reminder_webhooks_in_the_recorded_shape(
     make_pdf: Callable[..., Path],
     receiver_factory: Callable[[list[int]], Receiver],
 ) -> None:
-    from airflow_provider_docsign.webhook_events import parse_webhook
+    from airflow_provider_docsign.service.webhook_events import parse_webhook
 
     receiver = receiver_factory([])
     sandbox.add_webhook(receiver.url, "s3cret-webhook", ["RECIPIENT_EXPIRED", "DOCUMENT_REMINDER_SENT"])

@@ -15,10 +15,11 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from airflow_provider_docsign.evidence.signatures import TrustPolicy
+from airflow_provider_docsign.evidence.timestamps import TimestampError, verify_timestamp
+from airflow_provider_docsign.evidence.tsa_client import MAX_RESPONSE_BYTES, TsaSettings, request_timestamp
+from airflow_provider_docsign.hooks.tsa import post_timestamp_query
 from airflow_provider_docsign.sandbox import SandboxServer
-from airflow_provider_docsign.signatures import TrustPolicy
-from airflow_provider_docsign.timestamps import TimestampError, verify_timestamp
-from airflow_provider_docsign.tsa_client import MAX_RESPONSE_BYTES, TsaSettings, request_timestamp
 
 pytestmark = pytest.mark.integration
 
@@ -39,7 +40,7 @@ def tsa(sandbox: SandboxServer) -> Iterator[SandboxServer]:
 
 def _pinned(server: SandboxServer, **kwargs: object) -> TsaSettings:
     trust = TrustPolicy.build(pem=[server.tsa_certificate_pem()])
-    return TsaSettings(url=server.tsa_url, trust=trust, **kwargs)  # type: ignore[arg-type]
+    return TsaSettings(url=server.tsa_url, trust=trust, transport=post_timestamp_query, **kwargs)  # type: ignore[arg-type]
 
 
 def test_the_sandbox_tsa_answers_a_verified_token(tsa: SandboxServer) -> None:
@@ -85,7 +86,7 @@ def test_a_slow_an_erroring_and_an_oversized_tsa_fail_within_bounds(tsa: Sandbox
 
 def test_without_pins_a_rogue_tsa_is_self_consistent_but_not_trusted(tsa: SandboxServer) -> None:
     tsa.tsa_fault("untrusted")
-    result = request_timestamp(TsaSettings(url=tsa.tsa_url), data=DATA)
+    result = request_timestamp(TsaSettings(url=tsa.tsa_url, transport=post_timestamp_query), data=DATA)
     assert result.report.trusted is None
     assert "Rogue" in str(result.report.tsa)
     pinned = verify_timestamp(result.response, DATA, trust=TrustPolicy.build(pem=[tsa.tsa_certificate_pem()]))

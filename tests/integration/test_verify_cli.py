@@ -19,10 +19,10 @@ import pytest
 from helpers import SPEC_DIR, completed_envelope
 from hostile_pdfs import add_annotation, deeply_nested_pdf
 
+from airflow_provider_docsign.cli.verify import main
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.operators.archive import DocsignArchiveSignedDocumentsOperator
 from airflow_provider_docsign.sandbox import SandboxServer
-from airflow_provider_docsign.verify import main
 
 pytestmark = pytest.mark.integration
 
@@ -90,7 +90,7 @@ def test_manifest_catches_a_file_changed_on_disk(
         [
             sys.executable,
             "-m",
-            "airflow_provider_docsign.verify",
+            "airflow_provider_docsign.archive.auditor",
             "--manifest",
             manifest_path,
             "--trust",

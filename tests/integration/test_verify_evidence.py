@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from helpers import completed_envelope, conn_json
 
+from airflow_provider_docsign.cli.verify import main
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.operators.archive import DocsignArchiveSignedDocumentsOperator
 from airflow_provider_docsign.sandbox import SandboxServer
-from airflow_provider_docsign.verify import main
 
 pytestmark = pytest.mark.integration
 

@@ -22,8 +22,8 @@ from airflow_provider_docsign.exceptions import (
     DocsignValidationError,
 )
 from airflow_provider_docsign.hooks.docsign import DocsignHook
-from airflow_provider_docsign.models import EnvelopeStatus
 from airflow_provider_docsign.operators import DocsignCreateFolderOperator
+from airflow_provider_docsign.service.models import EnvelopeStatus
 
 NO_EMAIL = {"distributionMethod": "NONE"}
 

@@ -14,7 +14,7 @@ from typing import Any
 from helpers import sig, signer
 
 from airflow_provider_docsign.hooks.docsign import DocsignHook
-from airflow_provider_docsign.models import Field
+from airflow_provider_docsign.service.models import Field
 
 LABELLED = {"type": "text", "label": "Company number", "placeholder": "12345678", "required": True}
 

@@ -7,7 +7,7 @@ import unicodedata
 
 import pytest
 
-from airflow_provider_docsign.archive import (
+from airflow_provider_docsign.archive.naming import (
     DEFAULT_FILENAME_TEMPLATE,
     MANIFEST_FIELDS,
     MAX_SEGMENT_BYTES,

@@ -125,7 +125,7 @@ def test_an_envelope_asset_is_the_dataset_lineage_emits() -> None:
     )
     from airflow.providers.openlineage.utils.utils import translate_airflow_asset
 
-    from airflow_provider_docsign.lineage import envelope_namespace
+    from airflow_provider_docsign.export.lineage import envelope_namespace
 
     base = "https://sign.example.com:8443/api/v2"
     dataset = translate_airflow_asset(Asset(envelope_uri(base, "envelope_abc")), None)

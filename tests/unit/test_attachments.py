@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_docsign.attachments import Attachment, attachment_problems, normalize_attachments
+from airflow_provider_docsign.service.attachments import (
+    Attachment,
+    attachment_problems,
+    normalize_attachments,
+)
 
 
 def test_a_label_and_an_https_link_pass() -> None:

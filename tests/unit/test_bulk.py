@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_docsign.bulk import (
+from airflow_provider_docsign.bulk.plan import (
     BulkConfigError,
     CampaignPlan,
     classify_error,
@@ -17,7 +17,7 @@ from airflow_provider_docsign.bulk import (
     read_rows,
     sent_envelope_ids,
 )
-from airflow_provider_docsign.bulk_state import (
+from airflow_provider_docsign.bulk.state import (
     CampaignState,
     CheckpointError,
     RowState,

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_docsign.bulk import RESULT_COLUMNS
-from airflow_provider_docsign.bulk_store import CHECKPOINT_SUFFIX, CheckpointFile, resolve_path, static_uri
-from airflow_provider_docsign.export_store import TableFile
+from airflow_provider_docsign.bulk.plan import RESULT_COLUMNS
+from airflow_provider_docsign.bulk.store import CHECKPOINT_SUFFIX, CheckpointFile, resolve_path, static_uri
+from airflow_provider_docsign.export.store import TableFile
 
 
 def test_the_checkpoint_lives_beside_the_table_and_is_replaced_whole(tmp_path: Path) -> None:

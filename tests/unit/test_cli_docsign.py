@@ -175,7 +175,7 @@ def test_sandbox_failures_are_one_line(home: Path, tmp_path: Path) -> None:
 
 def test_templates_module_does_not_import_the_hook(home: Path) -> None:
     code = (
-        "import sys, airflow_provider_docsign.templates as t; "
+        "import sys, airflow_provider_docsign.service.templates as t; "
         "print(sorted(m for m in sys.modules if m.startswith('airflow_provider_docsign.hooks'))); "
         "print(hasattr(t, 'main'))"
     )

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_docsign import corrections as c
 from airflow_provider_docsign.exceptions import DocsignInvalidRequestError, DocsignRefusedLocallyError
-from airflow_provider_docsign.models import Envelope
+from airflow_provider_docsign.service import corrections as c
+from airflow_provider_docsign.service.models import Envelope
 
 
 @pytest.fixture

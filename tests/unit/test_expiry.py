@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from airflow_provider_docsign.exceptions import DocsignRecipientExpiredError, DocsignValidationError
-from airflow_provider_docsign.expiry import (
+from airflow_provider_docsign.sensors._evaluate import EnvelopeState, evaluate, snapshot
+from airflow_provider_docsign.service.expiry import (
     DEFAULT,
     awaits_signature,
     expiration_period_meta,
@@ -19,8 +20,7 @@ from airflow_provider_docsign.expiry import (
     reminded_recipients,
     reminder_settings_meta,
 )
-from airflow_provider_docsign.models import Envelope, Recipient
-from airflow_provider_docsign.sensors._evaluate import EnvelopeState, evaluate, snapshot
+from airflow_provider_docsign.service.models import Envelope, Recipient
 
 NOW = datetime(2026, 11, 23, 13, 0, tzinfo=timezone.utc)
 
@@ -149,8 +149,8 @@ def test_the_three_callers_use_the_one_rule() -> None:
     """expired_recipients, the reminders operator's targets and the webhook events share the predicate."""
     import inspect
 
-    from airflow_provider_docsign import webhook_events
     from airflow_provider_docsign.operators import reminders
+    from airflow_provider_docsign.service import webhook_events
 
     for module in (webhook_events, reminders):  # no second copy of the rule's status test
         assert "awaits_signature(" in inspect.getsource(module)

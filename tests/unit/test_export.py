@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from airflow_provider_docsign.export import (
+from airflow_provider_docsign.export.rows import (
     DEFAULT_PII_COLUMNS,
     TABLES,
     ExportConfigError,
@@ -20,7 +20,7 @@ from airflow_provider_docsign.export import (
     pii_columns,
     select,
 )
-from airflow_provider_docsign.models import Envelope, EnvelopeSummary
+from airflow_provider_docsign.service.models import Envelope, EnvelopeSummary
 
 UTC = timezone.utc
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_docsign.export import TABLES
-from airflow_provider_docsign.export_store import PartitionWriter, sweep_stale_staging
+from airflow_provider_docsign.export.rows import TABLES
+from airflow_provider_docsign.export.store import PartitionWriter, sweep_stale_staging
 
 DATE = "2026-11-02"
 
@@ -25,7 +25,7 @@ DATE = "2026-11-02"
 #: publishes, on anything else (or EOF) it aborts; unless it is killed first.
 _WRITER = """
 import sys
-from airflow_provider_docsign.export_store import PartitionWriter
+from airflow_provider_docsign.export.store import PartitionWriter
 root = sys.argv[1]
 if "://" in root:
     from airflow_provider_docsign._compat import ObjectStoragePath

@@ -102,7 +102,7 @@ def test_archive_input_is_the_envelope_and_outputs_the_files_and_manifest(tmp_pa
 
 
 def test_export_outputs_are_the_partitions_with_the_documented_schema(tmp_path: Path) -> None:
-    from airflow_provider_docsign.export import TABLES
+    from airflow_provider_docsign.export.rows import TABLES
     from airflow_provider_docsign.operators import DocsignExportEnvelopesOperator
 
     op = DocsignExportEnvelopesOperator(task_id="export", destination=str(tmp_path), pii="drop")

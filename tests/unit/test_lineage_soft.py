@@ -24,7 +24,7 @@ def test_operators_import_nothing_of_openlineage_until_the_listener_asks(tmp_pat
         from airflow_provider_docsign.operators import (
             DocsignArchiveSignedDocumentsOperator, DocsignCreateEnvelopeFromTemplateOperator,
             DocsignCreateEnvelopeOperator, DocsignExportEnvelopesOperator)
-        import airflow_provider_docsign.lineage
+        import airflow_provider_docsign.export.lineage
         DocsignCreateEnvelopeOperator(task_id="c", title="t", files=["a.pdf"], recipients=[], external_id="x")
         DocsignCreateEnvelopeFromTemplateOperator(task_id="u", template_id="envelope_t", recipients=[])
         where = {str(tmp_path)!r}

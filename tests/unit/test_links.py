@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from airflow_provider_docsign import get_provider_info
-from airflow_provider_docsign.links import (
+from airflow_provider_docsign.operators.links import (
     ENVELOPE_LINK_XCOM_KEY,
     DocsignEnvelopeLink,
     build_envelope_url,
     envelope_link_payload,
 )
-from airflow_provider_docsign.models import Envelope
+from airflow_provider_docsign.service.models import Envelope
 
 
 @pytest.mark.parametrize(
@@ -107,7 +107,7 @@ class _Key:
 
 
 def test_get_link_reads_the_xcom(monkeypatch: pytest.MonkeyPatch) -> None:
-    from airflow_provider_docsign import links
+    from airflow_provider_docsign.operators import links
 
     seen: list[tuple[Any, str]] = []
     stored = {
@@ -133,4 +133,6 @@ def test_get_link_reads_the_xcom(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_link_is_registered_in_provider_info() -> None:
-    assert "airflow_provider_docsign.links.DocsignEnvelopeLink" in get_provider_info()["extra-links"]
+    assert (
+        "airflow_provider_docsign.operators.links.DocsignEnvelopeLink" in get_provider_info()["extra-links"]
+    )

@@ -12,7 +12,7 @@ from airflow_provider_docsign.exceptions import (
     DocsignRateLimitError,
     DocsignValidationError,
 )
-from airflow_provider_docsign.models import (
+from airflow_provider_docsign.service.models import (
     FAILURE_STATUSES,
     TERMINAL_STATUSES,
     DownloadResult,

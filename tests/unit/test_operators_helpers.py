@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from airflow_provider_docsign._compat import AirflowFailException, ObjectStoragePath
-from airflow_provider_docsign.models import Envelope, EnvelopeStatus
 from airflow_provider_docsign.operators._base import field_problems, json_safe, resolve_files
 from airflow_provider_docsign.operators.items import DocsignUpdateEnvelopeItemsOperator
 from airflow_provider_docsign.operators.recipients import field_shape_problems, recipient_problems
+from airflow_provider_docsign.service.models import Envelope, EnvelopeStatus
 
 
 def test_json_safe_converts_records_enums_dates_and_paths(spec_dir: Path) -> None:

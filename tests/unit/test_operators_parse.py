@@ -134,7 +134,7 @@ def test_create_rejects_unknown_if_exists() -> None:
 
 
 def test_extra_link_is_attached_to_envelope_operators() -> None:
-    from airflow_provider_docsign.links import DocsignEnvelopeLink
+    from airflow_provider_docsign.operators.links import DocsignEnvelopeLink
 
     for name in MINE:
         cls = getattr(operators, name)

@@ -1,4 +1,4 @@
-"""The one outgoing check (airflow_provider_docsign.outgoing): text, lengths, e-mails and URLs (pure)."""
+"""The one outgoing check (service/outgoing.py): text, lengths, e-mails and URLs (pure)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from airflow_provider_docsign.exceptions import DocsignValidationError
-from airflow_provider_docsign.outgoing import (
+from airflow_provider_docsign.service.outgoing import (
     DEFAULT_MAX_LENGTH,
     check_request,
     email_problem,

@@ -9,9 +9,9 @@ import pytest
 from helpers import sig, signer
 
 from airflow_provider_docsign.exceptions import DocsignValidationError
-from airflow_provider_docsign.models import Recipient
-from airflow_provider_docsign.outgoing import check_request
-from airflow_provider_docsign.payloads import (
+from airflow_provider_docsign.service.models import Recipient
+from airflow_provider_docsign.service.outgoing import check_request
+from airflow_provider_docsign.service.payloads import (
     ItemPages,
     inspect_files,
     validate_create_payload,
@@ -225,7 +225,7 @@ def test_the_built_payload_is_refused_by_the_outgoing_check_naming_the_field(
     make_pdf: Callable[..., Path], kwargs: dict[str, Any], field: str
 ) -> None:
     # The validator checks shapes, files and geometry; the characters are checked once, where every
-    # request leaves the hook (airflow_provider_docsign.outgoing).
+    # request leaves the hook (airflow_provider_docsign.service.outgoing).
     kwargs.setdefault("recipients", [signer()])
     kwargs.setdefault("title", "Contract")
     payload, _ = validate_create_payload(files=[make_pdf()], **kwargs)

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_docsign.archive_store import Store
-from airflow_provider_docsign.models import EnvelopeSummary
-from airflow_provider_docsign.retention import archive_problems, cutoff, older_than
+from airflow_provider_docsign.archive.retention import archive_problems, cutoff, older_than
+from airflow_provider_docsign.archive.store import Store
 from airflow_provider_docsign.samples import write_sample_pdf
+from airflow_provider_docsign.service.models import EnvelopeSummary
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=timezone.utc)
 

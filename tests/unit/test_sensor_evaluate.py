@@ -18,7 +18,6 @@ from airflow_provider_docsign.exceptions import (
     DocsignRateLimitError,
     DocsignServerError,
 )
-from airflow_provider_docsign.models import Envelope
 from airflow_provider_docsign.sensors._evaluate import (
     EnvelopeState,
     classify_error,
@@ -27,6 +26,7 @@ from airflow_provider_docsign.sensors._evaluate import (
     normalize_statuses,
     snapshot,
 )
+from airflow_provider_docsign.service.models import Envelope
 
 FAILS = ["REJECTED", "CANCELLED"]
 

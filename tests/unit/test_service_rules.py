@@ -7,7 +7,7 @@ from pathlib import Path
 
 from helpers import SPEC_DIR, load_script
 
-from airflow_provider_docsign import _service_rules
+from airflow_provider_docsign.service import _rules as _service_rules
 
 MODULE = Path(_service_rules.__file__)
 
@@ -16,9 +16,9 @@ def test_the_table_is_generated_from_the_openapi_extract() -> None:
     script = load_script("extract_contract")
     facts = json.loads((SPEC_DIR / "openapi-facts.json").read_text(encoding="utf-8"))
     assert MODULE.read_text(encoding="utf-8") == script.rules_module(facts), (
-        "airflow_provider_docsign/_service_rules.py is stale: regenerate it with "
+        "airflow_provider_docsign/service/_rules.py is stale: regenerate it with "
         "python scripts/extract_contract.py tests/contract/data/documenso-2.17/openapi-facts.json /tmp/x "
-        "--rules airflow_provider_docsign/_service_rules.py"
+        "--rules airflow_provider_docsign/service/_rules.py"
     )
 
 

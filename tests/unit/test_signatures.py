@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import serialization
 from helpers import SPEC_DIR, self_signed_certificate
 from pypdf import PdfWriter
 
-from airflow_provider_docsign.signatures import (
+from airflow_provider_docsign.evidence.signatures import (
     TrustPolicy,
     UnreadablePdfError,
     normalize_fingerprint,
@@ -142,8 +142,8 @@ def test_the_large_read_digest_is_pyhankos_digest_and_catches_a_flip_in_every_ch
     from pyhanko.pdf_utils.reader import PdfFileReader
     from pyhanko.sign.general import byte_range_digest
 
+    from airflow_provider_docsign.evidence.signatures import _digest_byte_range
     from airflow_provider_docsign.samples import write_sample_pdf
-    from airflow_provider_docsign.signatures import _digest_byte_range
 
     key, cert, _ = _key_and_cert(tmp_path, "Big Signer")
     source = write_sample_pdf(tmp_path / "big.pdf", title="big", pages=1, padding_bytes=3 * 1024 * 1024 + 123)
@@ -260,7 +260,7 @@ def test_the_memory_bound_stops_only_that_verification(tmp_path: Path) -> None:
     """A structure that needs more memory than the bound is unreadable; the next file verifies."""
     from hostile_pdfs import many_fields_pdf
 
-    from airflow_provider_docsign import signatures
+    from airflow_provider_docsign.evidence import signatures
 
     big = many_fields_pdf(tmp_path / "fields.pdf", 100_000)
     with (
@@ -276,7 +276,7 @@ def test_the_memory_bound_stops_only_that_verification(tmp_path: Path) -> None:
 def test_the_archive_operator_names_an_unreadable_staged_file(tmp_path: Path) -> None:
     from hostile_pdfs import deeply_nested_pdf
 
-    from airflow_provider_docsign import archive_signatures as _verify
+    from airflow_provider_docsign.archive import signatures as _verify
 
     deep = deeply_nested_pdf(tmp_path / ".01-contract.pdf.abc.partial")
     report, problem = _verify.verify_file(deep, "file:///archive/ENV-1/01-contract.pdf", None)

@@ -22,7 +22,7 @@ from airflow_provider_docsign._sources import (
     open_regular_file,
     open_source,
 )
-from airflow_provider_docsign.payloads import inspect_files
+from airflow_provider_docsign.service.payloads import inspect_files
 
 
 def _guarded(call: Callable[[], Any]) -> BaseException | Any:

@@ -12,9 +12,9 @@ import pytest
 from helpers import SPEC_DIR
 
 from airflow_provider_docsign.exceptions import DocsignValidationError
-from airflow_provider_docsign.models import Envelope
-from airflow_provider_docsign.outgoing import check_request
-from airflow_provider_docsign.templates import TemplateUse, describe_template, validate_use_payload
+from airflow_provider_docsign.service.models import Envelope
+from airflow_provider_docsign.service.outgoing import check_request
+from airflow_provider_docsign.service.templates import TemplateUse, describe_template, validate_use_payload
 
 RECORDED = SPEC_DIR / "recorded" / "templates"
 ITEM = "envelope_item_nabkuilldmcarzul"

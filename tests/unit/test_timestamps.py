@@ -16,14 +16,14 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from airflow_provider_docsign.signatures import TrustPolicy
-from airflow_provider_docsign.timestamps import (
+from airflow_provider_docsign.evidence.signatures import TrustPolicy
+from airflow_provider_docsign.evidence.timestamps import (
     TimestampError,
     TimeStampResponse,
     build_request,
     verify_timestamp,
 )
-from airflow_provider_docsign.tsa_client import TsaSettings, tsa_settings_from_connection
+from airflow_provider_docsign.evidence.tsa_client import TsaSettings, tsa_settings_from_connection
 
 DATA = b'{"envelope_id": "envelope_1", "files": []}\n'
 NOW = datetime.datetime.now(datetime.timezone.utc)

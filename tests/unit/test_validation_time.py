@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from pypdf import PdfWriter
 
-from airflow_provider_docsign.signatures import TrustPolicy, verify_pdf_signatures
+from airflow_provider_docsign.evidence.signatures import TrustPolicy, verify_pdf_signatures
 
 
 def _certificate(

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from helpers import SPEC_DIR
 
-from airflow_provider_docsign.verify import audit_manifest, audit_manifests
+from airflow_provider_docsign.archive.auditor import audit_manifest, audit_manifests
 
 SEALED = SPEC_DIR / "recorded" / "sealed" / "29_sealed_signed.pdf"
 AUDIT_LOG = SPEC_DIR / "recorded" / "sealed" / "30_sealed_audit_log.pdf"

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from helpers import SPEC_DIR
 
-from airflow_provider_docsign.webhook_urls import (
+from airflow_provider_docsign.service.webhook_urls import (
     UnusableWebhookUrl,
     check_webhook_url,
     parse_webhook_url,

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_docsign.webhook_urls import (
+from airflow_provider_docsign.service.webhook_urls import (
     BYPASS_SETTING,
     UnusableWebhookUrl,
     check_webhook_url,

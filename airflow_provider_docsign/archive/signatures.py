@@ -10,14 +10,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from airflow_provider_docsign._text import printable
-from airflow_provider_docsign.exceptions import DocsignSignatureError
-from airflow_provider_docsign.signatures import (
+from airflow_provider_docsign.evidence.signatures import (
     COVERAGE_ENTIRE_FILE,
     SignatureReport,
     TrustPolicy,
     UnreadablePdfError,
     verify_pdf_signatures,
 )
+from airflow_provider_docsign.exceptions import DocsignSignatureError
 
 #: ``require``: a failed or missing signature fails the task; ``record``: recorded in the manifest
 #: only; ``off``: not verified.

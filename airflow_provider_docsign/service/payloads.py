@@ -6,7 +6,8 @@ naming the recipient, field and file concerned. Page counts are read with pypdf 
 (never by loading a whole file into memory).
 
 The characters and lengths of the strings, and the e-mail addresses, are not checked here: every
-request is checked once where it leaves the hook (:mod:`airflow_provider_docsign.outgoing`), against the
+request is checked once where it leaves the hook (:mod:`airflow_provider_docsign.service.outgoing`), against
+the
 service's own schema, and the problems name each field by its JSON path.
 """
 

@@ -46,7 +46,7 @@ def envelope_namespace(base_url: str) -> str:
 def file_dataset_parts(uri: Any) -> tuple[str, str]:
     """``(namespace, name)`` of a local path or an object-storage URI, as OpenLineage names files."""
     if hasattr(uri, "protocol"):  # an ObjectStoragePath: its str() embeds the connection id
-        from airflow_provider_docsign.export_store import uri_of
+        from airflow_provider_docsign.export.store import uri_of
 
         uri = uri_of(uri)
     text = str(uri)

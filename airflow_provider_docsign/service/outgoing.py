@@ -50,9 +50,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from airflow_provider_docsign import _service_rules as rules
 from airflow_provider_docsign._text import printable
 from airflow_provider_docsign.exceptions import DocsignValidationError
+from airflow_provider_docsign.service import _rules as rules
 
 __all__ = [
     "DEFAULT_MAX_LENGTH",

@@ -2,7 +2,7 @@
 
 HTTP is bounded: one POST, connect and read timeouts, a total deadline and a size limit on the answer;
 no retries here (the task's retries are the retry policy). Every answer is verified with
-:func:`~airflow_provider_docsign.timestamps.verify_timestamp` (nonce included) before it is returned.
+:func:`~airflow_provider_docsign.evidence.timestamps.verify_timestamp` (nonce included) before it is returned.
 No Airflow here: :mod:`.hooks.tsa` reads the connection.
 """
 
@@ -12,16 +12,13 @@ import asyncio
 import hashlib
 import json
 import re
-import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from airflow_provider_docsign.signatures import TrustPolicy
-from airflow_provider_docsign.timestamps import (
-    CONTENT_TYPE_QUERY,
-    CONTENT_TYPE_REPLY,
+from airflow_provider_docsign.evidence.signatures import TrustPolicy
+from airflow_provider_docsign.evidence.timestamps import (
     HASH_ALGORITHM,
     TimestampError,
     TimestampReport,
@@ -34,6 +31,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "MAX_RESPONSE_BYTES",
     "TimestampResult",
+    "Transport",
     "TsaSettings",
     "pyhanko_timestamper",
     "request_timestamp",
@@ -44,6 +42,10 @@ __all__ = [
 DEFAULT_TIMEOUT = 30.0
 #: The largest answer read from a TSA; a token with its certificate chain is a few KiB.
 MAX_RESPONSE_BYTES = 1024 * 1024
+
+
+#: Sends one DER ``TimeStampReq`` to the settings' TSA; returns the answer's bytes.
+Transport = Callable[["TsaSettings", bytes], bytes]
 
 
 # -- settings -------------------------------------------------------------------------------------
@@ -62,6 +64,9 @@ class TsaSettings:
     :param timeout: Connect and read timeout in seconds; the whole exchange is also bounded by
         twice this.
     :param verify: TLS verification: a bool or a CA bundle path.
+    :param transport: What sends one timestamp query and returns the answer's bytes (raising
+        :class:`TimestampError` on any failure); :class:`~airflow_provider_docsign.hooks.tsa.DocsignTsaHook`
+        sets :func:`~airflow_provider_docsign.hooks.tsa.post_timestamp_query`.
     """
 
     url: str
@@ -71,6 +76,7 @@ class TsaSettings:
     trust: TrustPolicy | None = field(default=None, repr=False)
     timeout: float = DEFAULT_TIMEOUT
     verify: bool | str = True
+    transport: Transport | None = field(default=None, repr=False, compare=False)
 
     @property
     def auth_kind(self) -> str | None:
@@ -120,6 +126,7 @@ def tsa_settings_from_connection(
     password: str | None,
     extras: Mapping[str, Any],
     read_source: Any = None,
+    transport: Transport | None = None,
 ) -> TsaSettings:
     """Parse an Airflow connection (any type; ``http`` is natural) into :class:`TsaSettings`.
 
@@ -194,6 +201,7 @@ def tsa_settings_from_connection(
         trust=trust,
         timeout=seconds,
         verify=verify,
+        transport=transport,
     )
 
 
@@ -212,56 +220,6 @@ class TimestampResult:
 # -- requesting -----------------------------------------------------------------------------------
 
 
-def _post(settings: TsaSettings, body: bytes) -> bytes:
-    """One bounded POST to the TSA; the answer's bytes (checked content type, at most the size limit)."""
-    import requests
-
-    headers = {"Content-Type": CONTENT_TYPE_QUERY, "Accept": CONTENT_TYPE_REPLY}
-    auth = None
-    if settings.username:
-        auth = (settings.username, settings.password or "")
-    elif settings.token:
-        headers["Authorization"] = f"Bearer {settings.token}"
-    deadline = time.monotonic() + 2 * settings.timeout
-    where = f"the TSA at {settings.url}"
-    try:
-        with requests.post(
-            settings.url,
-            data=body,
-            headers=headers,
-            auth=auth,
-            timeout=(settings.timeout, settings.timeout),
-            verify=settings.verify,
-            stream=True,
-            allow_redirects=False,
-        ) as response:
-            if response.status_code != 200:
-                raise TimestampError(f"{where} answered HTTP {response.status_code}")
-            content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
-            if content_type != CONTENT_TYPE_REPLY:
-                raise TimestampError(
-                    f"{where} answered {content_type or 'no content type'}, not {CONTENT_TYPE_REPLY}"
-                )
-            chunks: list[bytes] = []
-            size = 0
-            for chunk in response.iter_content(64 * 1024):
-                size += len(chunk)
-                if size > MAX_RESPONSE_BYTES:
-                    raise TimestampError(f"{where} answered more than {MAX_RESPONSE_BYTES} bytes")
-                if time.monotonic() > deadline:
-                    raise TimestampError(
-                        f"{where} did not finish answering within {2 * settings.timeout:g} s"
-                    )
-                chunks.append(chunk)
-            return b"".join(chunks)
-    except requests.Timeout as err:
-        raise TimestampError(
-            f"{where} did not answer within {settings.timeout:g} s ({type(err).__name__})"
-        ) from None
-    except requests.RequestException as err:
-        raise TimestampError(f"{where} could not be reached: {type(err).__name__}") from None
-
-
 def request_timestamp(
     settings: TsaSettings, *, data: bytes | None = None, digest: bytes | None = None
 ) -> TimestampResult:
@@ -274,8 +232,10 @@ def request_timestamp(
         if data is None:
             raise ValueError("give data or digest")
         digest = hashlib.sha256(data).digest()
+    if settings.transport is None:
+        raise ValueError("TsaSettings.transport is not set: DocsignTsaHook(...).settings carries one")
     body, nonce = build_request(digest)
-    answer = _post(settings, body)
+    answer = settings.transport(settings, body)
     try:
         report = verify_timestamp(answer, digest=digest, trust=settings.trust, nonce=nonce)
     except TimestampError as err:

@@ -1,6 +1,6 @@
 """The auditor's checks of an archive's lasting evidence: the manifest's token and the LTV copies.
 
-:mod:`airflow_provider_docsign.verify` calls these for ``docsign verify``; nothing here prints:
+:mod:`airflow_provider_docsign.archive.auditor` calls these for ``docsign verify``; nothing here prints:
 
 * :func:`audit_token`: ``manifest.json.tsr`` beside a manifest must be an RFC 3161 token over the
   manifest's exact bytes (pinned TSA certificates: signed by one of them). A passing token proves
@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, Any
 
-from airflow_provider_docsign.ltv import LTV_SUFFIX, LtvReport, verify_ltv
-from airflow_provider_docsign.signatures import TrustPolicy, UnreadablePdfError
-from airflow_provider_docsign.timestamps import (
+from airflow_provider_docsign.evidence.ltv import LTV_SUFFIX, LtvReport, verify_ltv
+from airflow_provider_docsign.evidence.signatures import TrustPolicy, UnreadablePdfError
+from airflow_provider_docsign.evidence.timestamps import (
     TOKEN_SUFFIX,
     TimestampError,
     TimestampReport,

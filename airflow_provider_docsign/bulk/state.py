@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from airflow_provider_docsign.bulk import RESULT_STATUSES
+from airflow_provider_docsign.bulk.plan import RESULT_STATUSES
 
 __all__ = [
     "CHECKPOINT_VERSION",

@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_docsign._text import printable
-from airflow_provider_docsign.attachments import FROZEN_MESSAGE, FROZEN_STATUSES
 from airflow_provider_docsign.exceptions import DocsignRefusedLocallyError
-from airflow_provider_docsign.models import Envelope, EnvelopeStatus, Recipient
-from airflow_provider_docsign.outgoing import email_problem
-from airflow_provider_docsign.payloads import FIELD_TYPES, RECIPIENT_ROLES
+from airflow_provider_docsign.service.attachments import FROZEN_MESSAGE, FROZEN_STATUSES
+from airflow_provider_docsign.service.models import Envelope, EnvelopeStatus, Recipient
+from airflow_provider_docsign.service.outgoing import email_problem
+from airflow_provider_docsign.service.payloads import FIELD_TYPES, RECIPIENT_ROLES
 
 __all__ = [
     "Refusal",

@@ -5,8 +5,8 @@ OpenAPI document (``tests/contract/data/documenso-<version>/openapi-facts.json``
 ``tests/unit/test_service_rules.py`` checks that this file is what the script makes of it.
 Routes are ``"METHOD /path"`` as the OpenAPI document writes them; a field is named by its path
 in the JSON body (for a multipart route, in its ``payload`` part): ``.`` between keys, ``[]`` for
-the items of a list, ``*`` for any key of a map. :mod:`airflow_provider_docsign.outgoing` applies
-them.
+the items of a list, ``*`` for any key of a map.
+:mod:`airflow_provider_docsign.service.outgoing` applies them.
 """
 
 from __future__ import annotations

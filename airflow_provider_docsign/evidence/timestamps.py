@@ -12,7 +12,7 @@ file alike (:func:`verify_timestamp`):
 * for a fresh answer, the nonce is the one sent;
 * the CMS signature over the ``TSTInfo`` is intact and verifies with the signer certificate, which
   must be a timestamping certificate (extended key usage ``timeStamping``);
-* with a :class:`~airflow_provider_docsign.signatures.TrustPolicy` (pinned TSA certificates or
+* with a :class:`~airflow_provider_docsign.evidence.signatures.TrustPolicy` (pinned TSA certificates or
   fingerprints), the signer certificate must be pinned or chain to one of them, as of ``genTime``.
   Without one, ``trusted`` is ``None``: the token is self-consistent, but anyone can make such a
   token with their own key. Pin the TSA.
@@ -35,7 +35,7 @@ from typing import Any
 
 from asn1crypto import cms, core, tsp
 
-from airflow_provider_docsign.signatures import TrustPolicy
+from airflow_provider_docsign.evidence.signatures import TrustPolicy
 
 __all__ = [
     "CONTENT_TYPE_QUERY",
@@ -267,7 +267,7 @@ def _check_signature(token: Any, gen_time: datetime, trust: TrustPolicy | None) 
         result: dict[str, Any] = await validate_tst_signed_data(signed_data, context, lambda _algo: imprint)
         return result
 
-    from airflow_provider_docsign.signatures import _run
+    from airflow_provider_docsign.evidence.signatures import _run
 
     with _quiet_pyhanko():
         status: dict[str, Any] = _run(run())

@@ -1,4 +1,4 @@
-"""Operator extra link: "Docsign envelope" opens the envelope in the signing service's web app.
+"""Links to an envelope in the signing service's web app (pure: the URL and what XCom keeps for it).
 
 The web app shows a team's document at ``{web_url}/t/{teamUrl}/documents/{envelopeId}`` (templates at
 ``.../templates/{envelopeId}``); route facts taken from the Documenso web app's route table
@@ -8,22 +8,18 @@ envelope by the ``$id`` path segment). The team URL is part of the envelope JSON
 The sandbox has no web app: it serves a minimal read-only page of the envelope at those same paths
 (:mod:`airflow_provider_docsign.sandbox.routes_web`), so the link works against it too.
 
-Operators store everything the link needs in XCom while they run (:func:`push_envelope_link`), so the
-link never looks up a connection or calls the service when the UI asks for it, and it works even if a
+Operators store everything the link needs in XCom while they run (:func:`envelope_link_payload`), so
+the extra link (:class:`~airflow_provider_docsign.operators.links.DocsignEnvelopeLink`) never looks up a
+connection or calls the service when the UI asks for it, and it works even if a
 later step of the task failed.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
-from airflow_provider_docsign._compat import BaseOperatorLink, XCom
-
-if TYPE_CHECKING:
-    from airflow_provider_docsign._compat import BaseOperator
-
-__all__ = ["ENVELOPE_LINK_XCOM_KEY", "DocsignEnvelopeLink", "build_envelope_url"]
+__all__ = ["ENVELOPE_LINK_XCOM_KEY", "build_envelope_url", "envelope_link_payload"]
 
 ENVELOPE_LINK_XCOM_KEY = "docsign_envelope_link"
 """XCom key of the dict ``{web_url, team_url, envelope_id, envelope_type}`` the link is built from."""
@@ -75,25 +71,3 @@ def envelope_link_payload(
         "envelope_id": envelope_id,
         "envelope_type": envelope_type,
     }
-
-
-class DocsignEnvelopeLink(BaseOperatorLink):
-    """Extra link "Docsign envelope": the envelope the task created or worked on, in the web app."""
-
-    name = "Docsign envelope"
-
-    def get_link(self, operator: BaseOperator, *, ti_key: Any) -> str:
-        """Return the envelope's web-app URL from the task's XCom, or ``""`` if it is not known.
-
-        :param operator: The operator the link belongs to.
-        :param ti_key: The task instance key whose XCom holds the envelope.
-        """
-        value = XCom.get_value(ti_key=ti_key, key=ENVELOPE_LINK_XCOM_KEY)
-        if not isinstance(value, dict):
-            return ""
-        return build_envelope_url(
-            value.get("web_url"),
-            value.get("team_url"),
-            value.get("envelope_id"),
-            value.get("envelope_type"),
-        )

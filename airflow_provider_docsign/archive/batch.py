@@ -4,7 +4,7 @@ An envelope counts as archived when its manifest is where this archive's setting
 describes it: the same envelope, version and destination, the same file names in the same order
 (items, then the audit log and certificate if asked for), every file present with its recorded size,
 when signatures are verified a signature result for every item, and the evidence the archive asks
-for (:class:`~airflow_provider_docsign.archive_evidence.Evidence`): the timestamp token beside the
+for (:class:`~airflow_provider_docsign.archive.evidence.Evidence`): the timestamp token beside the
 manifest, each item's long-term validation copy, the retention recorded. Such an envelope is skipped
 by a batch that runs again; anything less is archived again (files already in place with the same
 bytes are then reported ``unchanged``, and a complete timestamped archive is left as it is).
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from airflow_provider_docsign.archive_store import Store
-    from airflow_provider_docsign.archiver import EnvelopeArchiver
-    from airflow_provider_docsign.models import Envelope
+    from airflow_provider_docsign.archive.archiver import EnvelopeArchiver
+    from airflow_provider_docsign.archive.store import Store
+    from airflow_provider_docsign.service.models import Envelope
 
 __all__ = ["BatchOutcome", "existing_manifest"]
 

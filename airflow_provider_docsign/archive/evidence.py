@@ -1,6 +1,6 @@
 """Evidence that lasts, for the archiver: long-term validation copies, the manifest's timestamp, retention.
 
-:class:`Evidence` is what :class:`~airflow_provider_docsign.archiver.EnvelopeArchiver` does beyond
+:class:`Evidence` is what :class:`~airflow_provider_docsign.archive.archiver.EnvelopeArchiver` does beyond
 copying bytes, in its order:
 
 1. before any download, :meth:`Evidence.check` refuses what cannot work (retention on a store or a
@@ -30,20 +30,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from airflow_provider_docsign.archive import relative_to_manifest
+from airflow_provider_docsign.archive.naming import relative_to_manifest
+from airflow_provider_docsign.evidence.ltv import LtvWriter, ltv_name, verify_ltv
+from airflow_provider_docsign.evidence.object_lock import ObjectLock, Retention, RetentionError
+from airflow_provider_docsign.evidence.signatures import TrustPolicy, UnreadablePdfError
+from airflow_provider_docsign.evidence.timestamps import TOKEN_SUFFIX, TimestampError, verify_timestamp
+from airflow_provider_docsign.evidence.tsa_client import TsaSettings, request_timestamp
 from airflow_provider_docsign.exceptions import (
     DocsignArchiveConflictError,
     DocsignArchiveError,
     DocsignArchiveEvidenceError,
     DocsignArchiveTimestampError,
 )
-from airflow_provider_docsign.ltv import LtvWriter, ltv_name, verify_ltv
-from airflow_provider_docsign.object_lock import ObjectLock, Retention, RetentionError
-from airflow_provider_docsign.signatures import TrustPolicy, UnreadablePdfError
-from airflow_provider_docsign.timestamps import TOKEN_SUFFIX, TimestampError, verify_timestamp
-from airflow_provider_docsign.tsa_client import TsaSettings, request_timestamp
 
-__all__ = ["TIMESTAMP_MODES", "Evidence", "LtvStaged", "token_name"]
+__all__ = ["TIMESTAMP_MODES", "Evidence", "LtvStaged", "archive_evidence", "token_name"]
 
 #: ``require``: no token, no archive (the task fails and a retry completes it); ``best_effort``: a
 #: failed timestamp is a warning and the archive is published without a token.
@@ -388,3 +388,31 @@ def _hashes(manifest: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         ltv: dict[str, Any] = entry["ltv"] if isinstance(entry.get("ltv"), dict) else {}
         out.append((entry.get("name"), entry.get("sha256"), ltv.get("name"), ltv.get("sha256")))
     return sorted(out, key=repr)
+
+
+def archive_evidence(
+    *,
+    docsign_hook: Any,
+    tsa_conn_id: str | None,
+    timestamp: str,
+    ltv: bool,
+    retention: Retention | None,
+    log: Any,
+) -> Evidence:
+    """The :class:`~airflow_provider_docsign.archive.evidence.Evidence` of an archive task.
+
+    The TSA is ``tsa_conn_id``, else the docsign connection's ``tsa_conn_id`` extra, else none. Every
+    archiving operator builds its evidence here, at run time (never while a DAG is parsed).
+
+    :param docsign_hook: The task's ``DocsignHook`` (its connection may name the TSA).
+    :param tsa_conn_id: The operator's ``tsa_conn_id``.
+    :param timestamp: ``require`` or ``best_effort``.
+    :param ltv: Store long-term validation copies.
+    :param retention: Object Lock retention (S3 only).
+    :param log: The task's logger.
+    """
+    conn_id = tsa_conn_id or docsign_hook.settings.tsa_conn_id
+    from airflow_provider_docsign.hooks.tsa import DocsignTsaHook
+
+    tsa = DocsignTsaHook(conn_id).settings if conn_id else None
+    return Evidence(tsa=tsa, timestamp=timestamp, ltv=ltv, retention=retention, log=log)

@@ -48,8 +48,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from airflow_provider_docsign.archive_store import fsync_dir
-from airflow_provider_docsign.export import SCHEMA_VERSION, TABLES, Column, ExportConfigError, parse_ts
+from airflow_provider_docsign.archive.store import fsync_dir
+from airflow_provider_docsign.export.rows import SCHEMA_VERSION, TABLES, Column, ExportConfigError, parse_ts
 
 __all__ = [
     "PART_NAME",

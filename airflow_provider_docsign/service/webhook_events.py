@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_docsign.expiry import awaits_signature
+from airflow_provider_docsign.service.expiry import awaits_signature
 
 __all__ = [
     "DEFAULT_EVENTS",

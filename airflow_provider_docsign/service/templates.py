@@ -24,11 +24,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_docsign.attachments import normalize_attachments
 from airflow_provider_docsign.exceptions import DocsignValidationError
-from airflow_provider_docsign.models import Envelope, Field, Recipient
-from airflow_provider_docsign.payloads import SIGNATURE_FIELD_TYPES, PdfFile, inspect_files
-from airflow_provider_docsign.payloads import source_label as _source_label
+from airflow_provider_docsign.service.attachments import normalize_attachments
+from airflow_provider_docsign.service.models import Envelope, Field, Recipient
+from airflow_provider_docsign.service.payloads import SIGNATURE_FIELD_TYPES, PdfFile, inspect_files
+from airflow_provider_docsign.service.payloads import source_label as _source_label
 
 __all__ = [
     "PREFILL_TYPES",
@@ -429,7 +429,7 @@ def validate_use_payload(
     :param distribute: Send the envelope at once.
     :param override: ``title``, ``subject``, ``message``, ``timezone``, ``dateFormat``, ``language``...
     :param attachments: ``[{"label", "url"}]`` (or the service's ``{"label", "data"}``); a label and an
-        ``https`` link each (see :mod:`airflow_provider_docsign.attachments`).
+        ``https`` link each (see :mod:`airflow_provider_docsign.service.attachments`).
     :param form_values: PDF form values by form field name.
     :return: ``(payload, file sources, multipart file names)``.
     :raises DocsignValidationError: listing every problem found.
@@ -546,14 +546,3 @@ def describe_template(template: Envelope) -> list[str]:
                 f"({can}){extra}"
             )
     return lines
-
-
-if __name__ == "__main__":
-    # ``python -m airflow_provider_docsign.templates`` is ``docsign templates``. The command needs the
-    # hook, which imports this module: it lives in cli/templates.py, imported only here, so importing
-    # this module never imports the hook.
-    import sys
-
-    from airflow_provider_docsign.cli import run
-
-    sys.exit(run(["templates", *sys.argv[1:]], prog="python -m airflow_provider_docsign.templates"))

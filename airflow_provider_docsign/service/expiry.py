@@ -25,7 +25,7 @@ from typing import Any
 
 from airflow_provider_docsign._text import printable
 from airflow_provider_docsign.exceptions import DocsignValidationError
-from airflow_provider_docsign.models import Recipient, parse_ts
+from airflow_provider_docsign.service.models import Recipient, parse_ts
 
 __all__ = [
     "DEFAULT",
@@ -213,7 +213,7 @@ def period_to_timedelta(period: Mapping[str, Any]) -> timedelta | None:
 def parse_timestamp(value: Any) -> datetime | None:
     """An aware UTC datetime from the service's ISO text (``2026-11-23T12:02:49.855Z``), else ``None``.
 
-    The lenient form of :func:`airflow_provider_docsign.models.parse_ts`: anything that is not a
+    The lenient form of :func:`airflow_provider_docsign.service.models.parse_ts`: anything that is not a
     non-empty, well-formed string is ``None``.
     """
     if not isinstance(value, str) or not value:
@@ -230,7 +230,7 @@ def awaits_signature(recipient: Recipient | Mapping[str, Any]) -> bool:
     The service's own rule for who a reminder goes to, whose link can expire and who keeps an
     envelope PENDING (CC recipients never sign; SIGNED and REJECTED ones are done). Case-insensitive.
 
-    :param recipient: A :class:`~airflow_provider_docsign.models.Recipient`, or a recipient in the
+    :param recipient: A :class:`~airflow_provider_docsign.service.models.Recipient`, or a recipient in the
         service's JSON (``role``, ``signingStatus``), as a webhook delivery carries it.
     """
     if isinstance(recipient, Mapping):

@@ -288,7 +288,7 @@ def verify_pdf_signatures(
 ) -> SignatureReport:
     """Verify every digital signature embedded in a PDF.
 
-    Document timestamps are not signatures here: :func:`airflow_provider_docsign.ltv.verify_ltv`
+    Document timestamps are not signatures here: :func:`airflow_provider_docsign.evidence.ltv.verify_ltv`
     checks those.
 
     :param source: A local path, a URI (``s3://…``), an ``ObjectStoragePath`` or a seekable binary file

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
-from airflow_provider_docsign.models import Envelope, EnvelopeSummary, Field, Recipient, parse_ts
+from airflow_provider_docsign.service.models import Envelope, EnvelopeSummary, Field, Recipient, parse_ts
 
 __all__ = [
     "DEFAULT_PII_COLUMNS",

@@ -1,4 +1,4 @@
-"""The folder checks of a manifest audit (:mod:`airflow_provider_docsign.verify`), without Airflow.
+"""The folder checks of a manifest audit (:mod:`airflow_provider_docsign.archive.auditor`), without Airflow.
 
 The folders a manifest covers are its own and those of its files. Every PDF there must be listed by a
 manifest *being audited*, and every other ``.json`` there is reported: a second manifest beside the

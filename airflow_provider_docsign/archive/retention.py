@@ -9,7 +9,7 @@ Pure code (no HTTP, no Airflow for local destinations), used by
 * :func:`archive_problems` says why a COMPLETED envelope may **not** be deleted yet: its archive
   manifest (as :class:`~airflow_provider_docsign.operators.archive.DocsignArchiveSignedDocumentsOperator`
   writes it) is missing at the destination, is another envelope's, or fails the auditor's check of
-  :func:`airflow_provider_docsign.verify.audit_manifest` (a listed file missing or changed).
+  :func:`airflow_provider_docsign.archive.auditor.audit_manifest` (a listed file missing or changed).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from airflow_provider_docsign.archive_store import Store
-from airflow_provider_docsign.models import EnvelopeSummary, parse_ts
-from airflow_provider_docsign.verify import UnusableInput, audit_manifest
+from airflow_provider_docsign.archive.auditor import UnusableInput, audit_manifest
+from airflow_provider_docsign.archive.store import Store
+from airflow_provider_docsign.service.models import EnvelopeSummary, parse_ts
 
 __all__ = ["MAX_MANIFEST_BYTES", "archive_problems", "cutoff", "older_than"]
 

@@ -14,8 +14,8 @@ argument of the same name is used, with ``{column}`` in its strings replaced by 
 (``title="Renewal for {name}"``, ``recipients=[{"placeholder": "Customer", "email": "{email}"}]``).
 
 Every row is checked with the same validators the single-envelope operators use
-(:func:`~airflow_provider_docsign.payloads.validate_create_payload`,
-:func:`~airflow_provider_docsign.templates.validate_use_payload`) before the first envelope is sent.
+(:func:`~airflow_provider_docsign.service.payloads.validate_create_payload`,
+:func:`~airflow_provider_docsign.service.templates.validate_use_payload`) before the first envelope is sent.
 Each row's ``externalId`` is ``<campaign id>(<row key>)``: unique per campaign and row, and closed by
 ``)`` so that the service's substring search for one row does not also match every longer key (and
 free of ``[``, ``*`` and ``?``, which object stores' path globbing would take for patterns when the
@@ -44,12 +44,12 @@ from airflow_provider_docsign.exceptions import (
     DocsignServerError,
     DocsignValidationError,
 )
-from airflow_provider_docsign.expiry import DEFAULT as DEFAULT_PERIOD
-from airflow_provider_docsign.export import Column
-from airflow_provider_docsign.models import Envelope
-from airflow_provider_docsign.outgoing import check_request, text_problem
-from airflow_provider_docsign.payloads import validate_create_payload
-from airflow_provider_docsign.templates import validate_use_payload
+from airflow_provider_docsign.export.rows import Column
+from airflow_provider_docsign.service.expiry import DEFAULT as DEFAULT_PERIOD
+from airflow_provider_docsign.service.models import Envelope
+from airflow_provider_docsign.service.outgoing import check_request, text_problem
+from airflow_provider_docsign.service.payloads import validate_create_payload
+from airflow_provider_docsign.service.templates import validate_use_payload
 
 __all__ = [
     "INPUT_FORMATS",
@@ -161,7 +161,7 @@ def _jsonl_rows(text: io.TextIOWrapper) -> list[dict[str, Any]]:
 
 
 def _parquet_rows(stream: Any) -> list[dict[str, Any]]:
-    from airflow_provider_docsign.export_store import require_pyarrow
+    from airflow_provider_docsign.export.store import require_pyarrow
 
     require_pyarrow()
     import pyarrow.parquet as pq  # type: ignore[import-untyped]

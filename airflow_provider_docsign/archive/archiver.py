@@ -18,7 +18,7 @@ partial or unverified file at a final name:
    on object stores the object appears whole or not at all), then the manifest is renamed into place.
 
 Before anything is downloaded, every final and temporary local path is checked by the
-:class:`~airflow_provider_docsign.archive_store.Store` to lie inside the destination's real root.
+:class:`~airflow_provider_docsign.archive.store.Store` to lie inside the destination's real root.
 Every temporary file is removed on failure. No HTTP here: every service call goes through the hook.
 """
 
@@ -31,8 +31,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_docsign import archive_signatures as _verify
-from airflow_provider_docsign.archive import (
+from airflow_provider_docsign.archive import signatures as _verify
+from airflow_provider_docsign.archive.evidence import Evidence, LtvStaged, token_name
+from airflow_provider_docsign.archive.naming import (
     DEFAULT_FILENAME_TEMPLATE,
     DEFAULT_MANIFEST_NAME,
     ArchivedFile,
@@ -42,8 +43,7 @@ from airflow_provider_docsign.archive import (
     render_filename,
     render_manifest_name,
 )
-from airflow_provider_docsign.archive_evidence import Evidence, LtvStaged, token_name
-from airflow_provider_docsign.archive_store import PDF_MAGIC, HashingWriter, Store, sync
+from airflow_provider_docsign.archive.store import PDF_MAGIC, HashingWriter, Store, sync
 from airflow_provider_docsign.exceptions import (
     DocsignArchiveConflictError,
     DocsignArchiveError,
@@ -53,11 +53,11 @@ from airflow_provider_docsign.exceptions import (
     DocsignEnvelopeNotReadyError,
     DocsignError,
 )
-from airflow_provider_docsign.models import EnvelopeStatus
+from airflow_provider_docsign.service.models import EnvelopeStatus
 
 if TYPE_CHECKING:
     from airflow_provider_docsign.hooks.docsign import DocsignHook
-    from airflow_provider_docsign.models import DownloadResult, Envelope
+    from airflow_provider_docsign.service.models import DownloadResult, Envelope
 
 __all__ = ["EnvelopeArchiver", "now"]
 
@@ -81,7 +81,7 @@ class _Staged:
 
 @dataclass
 class EnvelopeArchiver:
-    """Archive the PDFs of one envelope into a :class:`~airflow_provider_docsign.archive_store.Store`.
+    """Archive the PDFs of one envelope into a :class:`~airflow_provider_docsign.archive.store.Store`.
 
     The parameters mean what the archive operator's parameters of the same names mean.
 
@@ -96,7 +96,7 @@ class EnvelopeArchiver:
     :param verify_signatures: The resolved mode: ``require``, ``record`` or ``off``.
     :param trusted_certificates: PEM files or URIs of trusted certificates.
     :param evidence: Timestamps, long-term validation copies and retention
-        (:class:`~airflow_provider_docsign.archive_evidence.Evidence`); default: none.
+        (:class:`~airflow_provider_docsign.archive.evidence.Evidence`); default: none.
     :param log: Where to log (the task's logger); default: this module's.
     """
 

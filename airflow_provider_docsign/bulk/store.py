@@ -1,7 +1,7 @@
 """Where a bulk campaign keeps its checkpoint: a file beside the result table, replaced atomically.
 
 The checkpoint of ``…/renewals/results.jsonl`` is ``…/renewals/results.jsonl.checkpoint.json``. It is
-written by the archive's own :class:`~airflow_provider_docsign.archive_store.Store`, with its rules:
+written by the archive's own :class:`~airflow_provider_docsign.archive.store.Store`, with its rules:
 on a local disk to a temporary name in the same folder, flushed to disk, renamed over the old one
 (a reader sees the old checkpoint or the new one, never a torn one), the folder flushed too; on an
 object store as one whole object under a temporary key, then moved over the old one.
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_docsign._sources import local_path_of, to_path_like
-from airflow_provider_docsign.archive_store import Store, uri_of
+from airflow_provider_docsign.archive.store import Store, uri_of
 
 __all__ = ["CHECKPOINT_SUFFIX", "CheckpointFile", "resolve_path", "static_uri"]
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, Any
 
-from airflow_provider_docsign.signatures import (
+from airflow_provider_docsign.evidence.signatures import (
     COVERAGE_ENTIRE_FILE,
     COVERAGE_ENTIRE_REVISION,
     SignatureReport,
@@ -37,8 +37,8 @@ from airflow_provider_docsign.signatures import (
     _run,
     verify_pdf_signatures,
 )
-from airflow_provider_docsign.timestamps import TimestampError, TimestampReport, verify_timestamp
-from airflow_provider_docsign.tsa_client import TsaSettings, pyhanko_timestamper
+from airflow_provider_docsign.evidence.timestamps import TimestampError, TimestampReport, verify_timestamp
+from airflow_provider_docsign.evidence.tsa_client import TsaSettings, pyhanko_timestamper
 
 __all__ = ["LTV_SUFFIX", "LtvCopy", "LtvReport", "LtvWriter", "ltv_name", "make_ltv_copy", "verify_ltv"]
 
@@ -165,7 +165,7 @@ class LtvWriter:
     a first token, which also names the TSA's certificates); each further copy costs one.
 
     :param tsa: The TSA for the document timestamps (every token passes the checks of
-        :func:`~airflow_provider_docsign.tsa_client.request_timestamp`).
+        :func:`~airflow_provider_docsign.evidence.tsa_client.request_timestamp`).
     :param trust: Trusted certificates of the seals' issuers (to build their paths for revocation
         material); self-signed seals need none.
     :param fetch_revocation: Fetch OCSP answers and CRLs that the seals' certificates name.

@@ -36,14 +36,11 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from airflow_provider_docsign import verify_evidence as evidence
-from airflow_provider_docsign._audit_folders import findings
 from airflow_provider_docsign._sources import (
     NotARegularFileError,
     OutsideFolderError,
@@ -51,7 +48,9 @@ from airflow_provider_docsign._sources import (
     open_regular_file,
     open_source,
 )
-from airflow_provider_docsign.signatures import (
+from airflow_provider_docsign.archive import audit_evidence as evidence
+from airflow_provider_docsign.archive.audit_folders import findings
+from airflow_provider_docsign.evidence.signatures import (
     SignatureReport,
     TrustPolicy,
     UnreadablePdfError,
@@ -579,15 +578,3 @@ def audit(
     outcomes = [audit_file(f, trust, conn_id=conn_id, options=options) for f in files]
     outcomes.extend(audit_manifests(manifests, trust, conn_id=conn_id, by_uri=by_uri, options=options))
     return outcomes
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m airflow_provider_docsign.verify ARGS`` is ``docsign verify ARGS``."""
-    from airflow_provider_docsign.cli import run
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    return run(["verify", *args], prog="python -m airflow_provider_docsign.verify")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
