@@ -142,6 +142,8 @@ class Traffic:
     faults: list[Fault] = field(default_factory=list)
     log: list[dict[str, Any]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Bumped by every :meth:`clear_requests`: a request is logged only in the epoch it arrived in.
+    epoch: int = 0
 
     @property
     def rate_limit(self) -> int:
@@ -196,13 +198,27 @@ class Traffic:
                     return fault
         return None
 
-    def record(self, method: str, path: str, status: int, note: dict[str, Any] | None = None) -> None:
-        """Append one ``/api/v2`` request to the log (with what the route noted, under ``body``)."""
+    def record(
+        self,
+        method: str,
+        path: str,
+        status: int,
+        note: dict[str, Any] | None = None,
+        *,
+        epoch: int | None = None,
+    ) -> None:
+        """Append one ``/api/v2`` request to the log (with what the route noted, under ``body``).
+
+        :param epoch: :attr:`epoch` when the request arrived. A request answered after a
+            :meth:`clear_requests` that came after its arrival (a delayed answer whose client gave up
+            long ago, say) belongs to the log that was cleared, and is dropped.
+        """
         entry: dict[str, Any] = {"method": method, "path": path, "status": status, "at": time.time()}
         if note:
             entry["body"] = json.loads(json.dumps(note))
         with self.lock:
-            self.log.append(entry)
+            if epoch is None or epoch == self.epoch:
+                self.log.append(entry)
 
     def requests(self, bodies: bool = False, *, times: bool = False) -> list[dict[str, Any]]:
         """A copy of the request log (the noted ``body`` parts and the ``at`` times only when asked)."""
@@ -211,9 +227,10 @@ class Traffic:
             return [{k: v for k, v in r.items() if k not in hidden} for r in self.log]
 
     def clear_requests(self) -> None:
-        """Empty the request log."""
+        """Empty the request log; requests still being answered will not be logged when they end."""
         with self.lock:
             self.log.clear()
+            self.epoch += 1
 
 
 def _transport(send: Send) -> Any:
@@ -289,13 +306,14 @@ class SandboxMiddleware:
         extra["x-request-id"] = request_id()
         extra["date"] = http_date()  # the sandbox's own clock, which a test may skew (uvicorn's is off)
         status_seen = {"status": 0, "logged": False}
+        arrived_in = self.traffic.epoch
         note: dict[str, Any] = {}
         _LOG_NOTE.set(note)
 
         def log_once(status: int) -> None:
             if is_api and not status_seen["logged"]:
                 status_seen["logged"] = True
-                self.traffic.record(method, rel, status, note)
+                self.traffic.record(method, rel, status, note, epoch=arrived_in)
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -182,3 +183,17 @@ def test_request_log_is_relative_and_ordered(sandbox: SandboxServer, make_pdf: C
     ]
     sandbox.clear_requests()
     assert sandbox.requests() == []
+
+
+def test_a_request_answered_after_a_clear_stays_out_of_the_new_log(
+    sandbox: SandboxServer, make_pdf: Callable[..., Path]
+) -> None:
+    """A late answer to an earlier test's request must not land at the top of the next test's log."""
+    env_id = create_id(sandbox, [make_pdf("flate.pdf")])
+    sandbox.inject_fault("GET", "/envelope/*", "delay", delay=1.5)
+    with pytest.raises(requests.Timeout):
+        requests.get(f"{sandbox.base_url}/envelope/{env_id}", headers=auth(sandbox), timeout=0.3)
+    sandbox.clear_requests()
+    time.sleep(2.5)  # the delayed request is answered (and would be logged) meanwhile
+    get(sandbox, "/envelope/unknown/route/here")
+    assert sandbox.requests() == [{"method": "GET", "path": "/envelope/unknown/route/here", "status": 404}]
