@@ -49,7 +49,7 @@ $(DEMO_VENV)/.installed: pyproject.toml Makefile
 		"apache-airflow==$(AIRFLOW3_VERSION)" ".[sandbox]"
 	touch $@
 
-.PHONY: help install install-airflow2 lint typecheck test test-core test-airflow2 system-test demo dist \
+.PHONY: help install install-airflow2 lint typecheck test test-core test-airflow2 test-random system-test demo dist \
 	bench clean stack stack-down bench-distributed bench-bulk
 
 help:
@@ -59,6 +59,7 @@ help:
 	@echo "                    PostgreSQL, Redis and Chromium (installs them with apt-get as root or with sudo)"
 	@echo "make test-core      the same without the distributed group: no PostgreSQL, Redis or Chromium needed"
 	@echo "make test-airflow2  run the suite (without the distributed group) on Airflow $(AIRFLOW2_VERSION) (.venv-af2)"
+	@echo "make test-random    the integration suite RUNS=10 times, each in a random order (seed in the log)"
 	@echo "make install        create .venv: Airflow $(AIRFLOW3_VERSION), the provider (editable) and the dev tools"
 	@echo "make install-airflow2  the same on Airflow $(AIRFLOW2_VERSION) in .venv-af2"
 	@echo "make lint           ruff check and ruff format --check"
@@ -99,6 +100,15 @@ test:
 # Everything but the distributed group: needs neither PostgreSQL, Redis nor Chromium, nor the network.
 test-core: lint typecheck
 	bash .ci/pytest.sh $(VENV) -m "not distributed"
+
+# The integration suite RUNS times in a row, each in a new random order (its seed is in the log's
+# header: rerun one with --random-order-seed=N). Stops at the first red run.
+RUNS ?= 10
+test-random: install
+	for run in $$(seq 1 $(RUNS)); do
+		echo "[make test-random] run $$run of $(RUNS)"
+		bash .ci/pytest.sh $(VENV) tests/integration --random-order-bucket=global
+	done
 
 # The distributed stack runs Airflow $(AIRFLOW3_VERSION); on 2.11 its tests are deselected, not skipped.
 test-airflow2: install-airflow2
