@@ -6,7 +6,7 @@ from typing import Any
 
 from airflow_provider_docsign import _moved
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = ["__version__", "get_provider_info"]
 

@@ -32,7 +32,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
 import json
 import os
@@ -40,14 +39,14 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _bulk_mapped import mapped_baseline
+from _bulk_sandbox import SIGNATURE, _template, capacity
 from _common import (
-    API_KEY,
     REPO_DIR,
     docsign_conn_json,
     peak_mb,
@@ -57,115 +56,6 @@ from _common import (
     temp_dir,
     write_result,
 )
-
-TEMPLATE_FIELDS = [
-    {
-        "identifier": 0,
-        "type": "TEXT",
-        "page": 1,
-        "positionX": 10,
-        "positionY": 20,
-        "width": 40,
-        "height": 5,
-        "fieldMeta": {"type": "text", "label": "company"},
-    },
-    {
-        "identifier": 0,
-        "type": "SIGNATURE",
-        "page": 1,
-        "positionX": 10,
-        "positionY": 80,
-        "width": 30,
-        "height": 8,
-    },
-]
-SIGNATURE = {
-    "identifier": 0,
-    "type": "SIGNATURE",
-    "page": 1,
-    "positionX": 10,
-    "positionY": 80,
-    "width": 30,
-    "height": 8,
-}
-
-
-def _hook(sb: Any) -> Any:
-    from airflow_provider_docsign.hooks.docsign import DocsignHook
-
-    return DocsignHook(base_url=sb.base_url, api_key=API_KEY, timeout=120)
-
-
-def _template(sb: Any, work: Path) -> str:
-    from airflow_provider_docsign.samples import write_sample_pdf
-
-    with _hook(sb) as hook:
-        return str(
-            hook.create_template(
-                title="Bench renewal",
-                files=[write_sample_pdf(work / "template.pdf", title="Bench renewal")],
-                recipients=[
-                    {
-                        "email": "customer@placeholder.test",
-                        "name": "Customer",
-                        "role": "SIGNER",
-                        "fields": TEMPLATE_FIELDS,
-                    }
-                ],
-            )
-        )
-
-
-# -- 1. sandbox capacity -------------------------------------------------------------------------
-
-
-def _burst(sb: Any, count: int, work: Path, template_id: str | None, threads: int = 8) -> float:
-    """Requests a minute the sandbox answers: ``count`` uses (or create + distribute pairs)."""
-    from airflow_provider_docsign.samples import write_sample_pdf
-
-    pdf = write_sample_pdf(work / "burst.pdf", title="burst")
-    with _hook(sb) as hook:
-        hook.session  # noqa: B018
-
-        def one(i: int) -> int:
-            recipient = {"email": f"cap{i}@bench.test", "name": f"Cap {i}"}
-            if template_id is not None:
-                hook.use_template(
-                    template_id,
-                    recipients=[{"placeholder": "Customer", **recipient}],
-                    prefill_fields={"company": f"Co {i}"},
-                    distribute=True,
-                    template=template,
-                )
-                return 1
-            envelope_id = hook.create_envelope(
-                title=f"Cap {i}",
-                files=[pdf],
-                recipients=[{**recipient, "role": "SIGNER", "fields": [SIGNATURE]}],
-            )
-            hook.distribute_envelope(envelope_id)
-            return 2
-
-        template = hook.get_template(template_id) if template_id else None
-        started = time.perf_counter()
-        with ThreadPoolExecutor(threads) as pool:
-            requests_made = sum(pool.map(one, range(count)))
-        return requests_made * 60.0 / (time.perf_counter() - started)
-
-
-def capacity(work: Path, *, burst: int, seeded: int) -> dict[str, float]:
-    from airflow_provider_docsign.sandbox.synthetic import synthetic_envelopes
-
-    # Best of two bursts each: other work on a shared machine only ever slows a burst down.
-    with sandbox() as sb:  # limit off: what one sandbox process can answer
-        template_id = _template(sb, work)
-        empty = max(_burst(sb, burst, work, template_id) for _ in range(2))
-        pdf_pairs = max(_burst(sb, burst // 3, work, None) for _ in range(2))
-        for start in range(0, seeded, 2000):
-            sb.seed(synthetic_envelopes(min(2000, seeded - start), days=3))
-        full = max(_burst(sb, burst, work, template_id) for _ in range(2))
-    return {"use_empty": empty, "use_seeded": full, "pdf_pairs": pdf_pairs}
-
 
 # -- 2, 3. campaigns in a fresh process ----------------------------------------------------------
 
@@ -277,86 +167,6 @@ def campaign(
         "steady_ratio": steady,
         "rss_growth_mb": report["rss_growth_mb"],
     }
-
-
-# -- 4. the mapped DAG on LocalExecutor ----------------------------------------------------------
-
-
-def mapped_baseline(rows: int) -> dict[str, Any]:
-    import requests
-
-    sys.path.insert(0, str(REPO_DIR / "scripts"))
-    from stack import API_KEY as STACK_KEY
-    from stack import USERNAME, Stack
-
-    stack = Stack(auto_sign_after=5.0, poke_interval=5.0, executor="local")
-    stack.start()
-    try:
-        http = requests.Session()
-        token = http.post(
-            f"{stack.api_url}/auth/token",
-            json={"username": USERNAME, "password": stack.password},
-            timeout=120,
-        ).json()["access_token"]
-        http.headers["Authorization"] = f"Bearer {token}"
-        control = requests.Session()
-        control.headers["Authorization"] = f"Bearer {STACK_KEY}"
-        root = stack.sandbox_url.removesuffix("/api/v2")
-        dag = f"{stack.api_url}/api/v2/dags/docsign_bulk_signing_mapped"
-        parsed_by = time.monotonic() + 600  # a busy machine parses and answers slowly
-        while time.monotonic() < parsed_by:
-            with contextlib.suppress(requests.RequestException):
-                if http.get(dag, timeout=60).status_code == 200:
-                    break
-            time.sleep(2)
-        http.patch(dag, json={"is_paused": False}, timeout=120)
-        control.post(f"{root}/_sandbox/requests/clear", timeout=30).raise_for_status()
-        customers = [
-            {"id": f"M-{n:04d}", "name": f"Customer {n}", "email": f"m{n}@bench.test"} for n in range(rows)
-        ]
-        started = time.monotonic()
-        resp = http.post(
-            f"{dag}/dagRuns", json={"logical_date": None, "conf": {"customers": customers}}, timeout=120
-        )
-        resp.raise_for_status()
-        run_id = resp.json()["dag_run_id"]
-        sent_at = None
-        log: list[dict[str, Any]] = []
-        state = None
-        deadline = started + 3 * 3600
-        while time.monotonic() < deadline:
-            stack.assert_alive()
-            try:
-                log = control.get(f"{root}/_sandbox/requests", timeout=120).json()["data"]
-                if sent_at is None and sum(1 for r in log if r["path"] == "/envelope/distribute") >= rows:
-                    sent_at, sent_log = time.monotonic() - started, list(log)
-                state = http.get(f"{dag}/dagRuns/{run_id}", timeout=120).json()["state"]
-            except requests.RequestException as err:  # a busy api-server: ask again
-                print(f"mapped DAG: polling failed ({type(err).__name__}); asking again", flush=True)
-            if state in ("success", "failed"):
-                break
-            time.sleep(2)
-        if sent_at is None:
-            raise RuntimeError(f"the mapped DAG did not send every envelope (state {state})")
-        per_envelope = len(sent_log) / rows
-        per_minute = rows * 60.0 / sent_at
-        bound = 1000.0 / per_envelope
-        return {
-            "rows": rows,
-            "state": state,
-            "send_s": sent_at,
-            "envelopes_per_min": per_minute,
-            "requests_per_envelope": per_envelope,
-            "requests_429": sum(1 for r in sent_log if r["status"] == 429),
-            "limit_bound_per_min": bound,
-            "ratio": per_minute / bound,
-            "run_s": time.monotonic() - started,
-        }
-    finally:
-        stack.stop()
-        import shutil
-
-        shutil.rmtree(stack.base, ignore_errors=True)
 
 
 # -- main ----------------------------------------------------------------------------------------

@@ -113,9 +113,14 @@ def airflow_db() -> str:
     return os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
-    """A moto S3 server on 127.0.0.1 for one test module, stopped by its handle at the end."""
+    """A moto S3 server on 127.0.0.1 for the session, stopped by its handle at the end.
+
+    One server, one endpoint: Airflow caches an object store's file system per connection id, so a
+    server started anew (for another module, in a shuffled order) would leave later tests writing to
+    the port of one that is gone. Buckets are made and removed per test by :func:`make_s3_bucket`.
+    """
     from moto.server import ThreadedMotoServer
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)

@@ -25,42 +25,48 @@ The lasting evidence (:mod:`.verify_evidence`) is audited with the manifest: the
 beside it (``manifest.json.tsr``) and the long-term validation copies (``NAME.ltv.pdf``) its entries
 list, read under the same rules as the files.
 
-Where checks plug in: per file, :func:`_check_contents` (SHA-256, then signatures) runs on the one
-open stream of each entry; checks of a manifest as a whole go in :func:`_audit_one`, beside the
-per-entry loop (the evidence is :func:`_evidence`), and checks of the audited folders in
-:func:`_folder_checks`.
+Where checks plug in: per file, :func:`.audit_pdfs._check_contents` (SHA-256, then signatures) runs
+on the one open stream of each entry (the per-file checks and :class:`Outcome` live in
+:mod:`.audit_pdfs`); checks of a manifest as a whole go in :func:`_audit_one`, beside the per-entry
+loop (the evidence is :func:`_evidence`), and checks of the audited folders in :func:`_folder_checks`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import posixpath
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from airflow_provider_docsign._sources import (
-    NotARegularFileError,
-    OutsideFolderError,
-    is_local_path,
-    open_regular_file,
-    open_source,
-)
+from airflow_provider_docsign._sources import NotARegularFileError, is_local_path
 from airflow_provider_docsign.archive import audit_evidence as evidence
 from airflow_provider_docsign.archive.audit_folders import findings
+from airflow_provider_docsign.archive.audit_pdfs import (
+    FAIL,
+    PASS,
+    UNREADABLE,
+    Outcome,
+    _check_entry,
+    _Entry,
+    _open,
+    _open_listed,
+    _unreadable,
+)
 from airflow_provider_docsign.evidence.signatures import (
-    SignatureReport,
     TrustPolicy,
     UnreadablePdfError,
     verify_pdf_signatures,
 )
 
 __all__ = [
+    "FAIL",
     "LOOKUP_FILE_NAME",
     "LOOKUP_RELATIVE_PATH",
     "LOOKUP_URI",
+    "PASS",
+    "UNREADABLE",
     "Outcome",
     "UnusableInput",
     "audit",
@@ -72,7 +78,6 @@ __all__ = [
 ]
 
 _MAX_MANIFEST_BYTES = 16 * 1024 * 1024
-_CHUNK = 1024 * 1024
 
 #: How the files of a manifest were found: by the relative ``path`` the manifest records,
 LOOKUP_RELATIVE_PATH = "relative path"
@@ -81,58 +86,9 @@ LOOKUP_FILE_NAME = "file name (old manifest without relative paths)"
 #: or at the URIs the manifest records (``by_uri=True``).
 LOOKUP_URI = "recorded URI"
 
-_MISSING = "missing: the file listed in the manifest does not exist"
-
-PASS = "PASS"  # noqa: S105 - an audit status, not a password
-FAIL = "FAIL"
-UNREADABLE = "UNREADABLE"
-
 
 class UnusableInput(Exception):
     """The input cannot be audited at all (exit status 2): an unreadable manifest, for example."""
-
-
-@dataclass
-class Outcome:
-    """The audit of one file (or of one manifest entry that names no usable file).
-
-    :param file: The file as checked (a path or URI); for a malformed entry, the manifest and the
-        entry's place in it (``manifest.json#files[2]``).
-    :param report: Its signature report, if it could be read.
-    :param problems: Why it fails (empty: it passes).
-    :param unreadable: True when the file could not be read at all (not there, not a PDF, a PDF that
-        cannot be parsed); the command exits 2 then.
-    :param recorded_uri: For a manifest entry, the URI the manifest records for it.
-    :param lookup: For a manifest entry, how the file was found (``LOOKUP_*``).
-    """
-
-    file: str
-    report: SignatureReport | None = None
-    problems: list[str] = field(default_factory=list)
-    unreadable: bool = False
-    recorded_uri: str | None = None
-    lookup: str | None = None
-
-    @property
-    def status(self) -> str:
-        """``PASS``, ``FAIL`` or ``UNREADABLE``."""
-        if self.unreadable:
-            return UNREADABLE
-        return FAIL if self.problems else PASS
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form for ``--json``."""
-        data: dict[str, Any] = {
-            "file": self.file,
-            "status": self.status,
-            "passed": not self.problems and not self.unreadable,
-            "problems": self.problems,
-            "report": self.report.to_dict() if self.report is not None else None,
-        }
-        if self.lookup is not None:
-            data["lookup"] = self.lookup
-            data["recorded_uri"] = self.recorded_uri
-        return data
 
 
 def is_remote(uri: str) -> bool:
@@ -147,28 +103,6 @@ def to_path(uri: str, conn_id: str | None = None) -> Any:
 
         return ObjectStoragePath(uri, conn_id=conn_id) if conn_id else ObjectStoragePath(uri)
     return Path(uri[len("file://") :] if uri.startswith("file://") else uri)
-
-
-def _open(path: Any, inside: Any = None) -> IO[bytes]:
-    """Open a file to audit: a local one only if it is a regular file (inside ``inside``, if given)."""
-    if is_local_path(path):
-        return open_regular_file(path, inside=inside)
-    stream, _ = open_source(path)  # object storage: no links, FIFOs or devices there
-    return stream
-
-
-def _unreadable(name: str, err: BaseException) -> Outcome:
-    if isinstance(err, FileNotFoundError):
-        reason = "the file does not exist"
-    elif isinstance(err, IsADirectoryError):
-        reason = "it is a directory, not a file"
-    elif isinstance(err, NotARegularFileError):
-        reason = f"it is {err.kind}, not a regular file; it was not read"
-    elif isinstance(err, UnreadablePdfError):
-        reason = str(err)
-    else:
-        reason = f"cannot be read: {type(err).__name__}: {err}"
-    return Outcome(name, problems=[reason], unreadable=True)
 
 
 def audit_file(
@@ -215,22 +149,6 @@ def _read_manifest(path: Any, uri: str) -> dict[str, Any]:
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), list):
         raise UnusableInput(f"manifest {uri} is not an archive manifest (no 'files' list)")
     return manifest
-
-
-@dataclass(frozen=True)
-class _Entry:
-    """One file a manifest lists, or the reason its entry is malformed.
-
-    :param where: The entry's place in the manifest (``files[0]``, ``audit_log``, ``certificate``).
-    :param data: The entry (an object), or ``None`` when malformed.
-    :param signature_required: Whether the file must carry a passing signature.
-    :param malformed: Why the entry cannot be audited (it fails alone).
-    """
-
-    where: str
-    data: dict[str, Any] | None
-    signature_required: bool = False
-    malformed: str | None = None
 
 
 def _entries(manifest: dict[str, Any]) -> list[_Entry]:
@@ -300,83 +218,6 @@ def relative_path(entry: dict[str, Any], manifest: dict[str, Any]) -> tuple[str,
 
 def _join(folder: Any, relative: str) -> Any:
     return folder.joinpath(*relative.split("/"))
-
-
-def _open_listed(outcome: Any, path: Any, inside: Any, missing: str = _MISSING) -> IO[bytes] | None:
-    """Open a file a manifest lists, refusing anything but a regular file inside ``inside``.
-
-    On a refusal or an error the reason goes into ``outcome`` and ``None`` is returned.
-    """
-    try:
-        return _open(path, inside)
-    except FileNotFoundError:
-        outcome.problems.append(missing)
-    except NotARegularFileError as err:
-        outcome.problems.append(f"refused: it is {err.kind}, not a regular file; it was not read")
-    except OutsideFolderError as err:
-        outcome.problems.append(
-            f"refused: a symbolic link leading outside the manifest's folder (to {err.target}); "
-            "it was not read"
-        )
-    except OSError as err:
-        outcome.problems.append(f"cannot be read: {type(err).__name__}: {err}")
-        outcome.unreadable = True
-    return None
-
-
-def _check_entry(
-    outcome: Outcome,
-    path: Any,
-    entry: _Entry,
-    trust: TrustPolicy | None,
-    *,
-    inside: Any = None,
-    at: Any = None,
-) -> None:
-    """Open the entry's file (refusing anything but a regular file inside ``inside``) and check it."""
-    stream = _open_listed(outcome, path, inside)
-    if stream is None:
-        return
-    with stream:
-        _check_contents(outcome, stream, entry, trust, at)
-
-
-def _check_contents(
-    outcome: Outcome, stream: IO[bytes], entry: _Entry, trust: TrustPolicy | None, at: Any = None
-) -> None:
-    """The checks of one listed file, on its open stream: its SHA-256, then its signatures.
-
-    Both read the same descriptor, so the bytes hashed are the bytes verified.
-    """
-    assert entry.data is not None
-    recorded = entry.data.get("sha256")
-    try:
-        digest = hashlib.sha256()
-        while chunk := stream.read(_CHUNK):
-            digest.update(chunk)
-        stream.seek(0)
-    except FileNotFoundError:  # an object store may say so only on the first read
-        outcome.problems.append(_MISSING)
-        return
-    except OSError as err:
-        outcome.problems.append(f"cannot be read: {type(err).__name__}: {err}")
-        outcome.unreadable = True
-        return
-    if digest.hexdigest() != recorded:
-        outcome.problems.append(f"changed: sha256 is {digest.hexdigest()}, the manifest says {recorded}")
-    try:
-        outcome.report = verify_pdf_signatures(stream, trust=trust, label=outcome.file, at=at)
-    except UnreadablePdfError as err:
-        # The manifest lists it as an archived PDF: that it no longer parses is a failed check
-        # (usually with "changed" above), not unusable input.
-        outcome.problems.append(str(err))
-        return
-    except OSError as err:
-        outcome.problems.append(f"cannot be read: {type(err).__name__}: {err}")
-        outcome.unreadable = True
-        return
-    if outcome.report.signed or entry.signature_required:
-        outcome.problems.extend(outcome.report.problems)
 
 
 @dataclass

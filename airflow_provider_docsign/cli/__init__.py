@@ -4,6 +4,9 @@
 ``docsign webhooks check``. Each subcommand module has ``register(subparsers)``, which adds its parser
 and sets ``func`` to a ``run(args) -> int``. This package is the only place that prints and exits;
 the modules it calls return values or raise.
+
+May import: anything in the package (it is the top of the command line's face). Nothing below the
+face imports it; ``python -m`` entry modules (``sandbox/__main__``, ``preview/__main__``) call it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Evidence that a signed PDF is what was signed: signatures, RFC 3161 timestamps, LTV, retention.
 
-PDF signature checks (:mod:`.signatures`, pyHanko), timestamp tokens and their verification
+PDF signature checks (:mod:`.signatures`, pyHanko; the report in :mod:`.signature_report`, the trust
+policy and certificate checks in :mod:`.certificate_trust`), timestamp tokens and their verification
 (:mod:`.timestamps`), the TSA client's settings and checks (:mod:`.tsa_client`: the one request goes
 through a transport the hook gives it), long-term validation copies (:mod:`.ltv`) and S3 Object Lock
 retention rules (:mod:`.object_lock`).

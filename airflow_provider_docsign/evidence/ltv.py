@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, Any
 
+from airflow_provider_docsign.evidence.certificate_trust import _run
 from airflow_provider_docsign.evidence.signatures import (
     COVERAGE_ENTIRE_FILE,
     COVERAGE_ENTIRE_REVISION,
     SignatureReport,
     TrustPolicy,
     UnreadablePdfError,
-    _run,
     verify_pdf_signatures,
 )
 from airflow_provider_docsign.evidence.timestamps import TimestampError, TimestampReport, verify_timestamp

@@ -14,24 +14,39 @@ every embedded signature and reports, per signature, what is cryptographically p
 Pure: no HTTP. Sources are opened with the same helper as uploads (:mod:`._sources`) and read by
 pyHanko from the file object, never loaded into memory whole, so memory stays bounded by the size of
 the PDF's cross-reference data, not of the file.
+
+What a verification reports is in :mod:`.signature_report`; the trust policy and the checks of a
+signer certificate (validity, path to a trusted certificate) are in :mod:`.certificate_trust`. Their
+public names are importable from here too.
 """
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import hashlib
-import logging
 import os
-import re
 import threading
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import IO, Any
 
 from airflow_provider_docsign._sources import open_source
+from airflow_provider_docsign.evidence.certificate_trust import (
+    TrustPolicy,
+    _chains_to,
+    _validity_problems,
+    certificate_fingerprints,
+    normalize_fingerprint,
+)
+from airflow_provider_docsign.evidence.signature_report import (
+    COVERAGE_ENTIRE_FILE,
+    COVERAGE_ENTIRE_REVISION,
+    SignatureCheck,
+    SignatureReport,
+    SignerCertificate,
+    UnreadablePdfError,
+)
 
 __all__ = [
     "COVERAGE_ENTIRE_FILE",
@@ -49,10 +64,6 @@ __all__ = [
     "verify_pdf_signatures",
 ]
 
-#: The signature covers every byte of the file (nothing was appended after signing).
-COVERAGE_ENTIRE_FILE = "entire_file"
-#: The signature covers an earlier revision; incremental updates follow (see ``modification_level``).
-COVERAGE_ENTIRE_REVISION = "entire_revision"
 #: Modification levels accepted after a signature: ``none``, ``lta_updates`` (document timestamps and
 #: validation data) and ``form_filling`` (filling in existing form fields, adding signature fields).
 #:
@@ -74,208 +85,6 @@ MAX_VERIFY_SECONDS = 60.0
 _WATCH_INTERVAL = 0.02
 #: Read size of the ``/ByteRange`` digest (see :func:`_digest_byte_range`).
 _DIGEST_CHUNK = 1024 * 1024
-
-_FINGERPRINT_RE = re.compile(r"^[0-9a-f]{64}$")
-_LOG = logging.getLogger(__name__)
-
-
-class UnreadablePdfError(ValueError):
-    """The source is not a PDF that can be read (as opposed to a PDF whose signatures fail)."""
-
-
-def normalize_fingerprint(value: str) -> str:
-    """A SHA-256 fingerprint in lower-case hex without separators (``AB:CD:…`` is accepted).
-
-    :param value: The fingerprint as written by ``openssl x509 -fingerprint -sha256`` or as hex.
-    :raises ValueError: When it is not 32 bytes of hex.
-    """
-    text = re.sub(r"[\s:]", "", str(value)).lower()
-    if text.startswith("sha256="):
-        text = text[len("sha256=") :]
-    if not _FINGERPRINT_RE.match(text):
-        raise ValueError(f"{value!r} is not a SHA-256 fingerprint (64 hex digits, ':' separators allowed)")
-    return text
-
-
-def certificate_fingerprints(pem: bytes | str) -> list[str]:
-    """The SHA-256 fingerprints (lower-case hex) of every certificate in a PEM document.
-
-    Use it to pin an instance's sealing certificate (connection extra
-    ``signing_certificate_fingerprints``) from its PEM file.
-
-    :param pem: The PEM text.
-    """
-    policy = TrustPolicy.build(pem=[pem])
-    return [hashlib.sha256(der).hexdigest() for der in (policy.certificates if policy else ())]
-
-
-@dataclass(frozen=True)
-class TrustPolicy:
-    """Which signer certificates are trusted.
-
-    A signer is trusted when its certificate's SHA-256 fingerprint is pinned, or when it chains (with
-    the certificates embedded in the signature) to one of the trusted certificates. Nothing is fetched
-    from the network (no AIA, CRL or OCSP look-ups).
-
-    :param certificates: Trusted certificates (roots, intermediates or the signer itself), as DER bytes.
-    :param fingerprints: Pinned SHA-256 fingerprints of signer certificates (lower-case hex).
-    """
-
-    certificates: tuple[bytes, ...] = ()
-    fingerprints: frozenset[str] = frozenset()
-
-    @classmethod
-    def build(
-        cls, *, pem: Iterable[bytes | str] = (), fingerprints: Iterable[str] = ()
-    ) -> TrustPolicy | None:
-        """A policy from PEM texts and fingerprints; ``None`` when both are empty (no policy).
-
-        :param pem: PEM documents, each holding one or more certificates.
-        :param fingerprints: SHA-256 fingerprints (hex, ``:`` separators allowed).
-        :raises ValueError: For a PEM document without a certificate or a malformed fingerprint.
-        """
-        from asn1crypto import pem as asn1_pem
-
-        ders: list[bytes] = []
-        for index, document in enumerate(pem):
-            data = document.encode("ascii") if isinstance(document, str) else bytes(document)
-            try:
-                blocks = list(asn1_pem.unarmor(data, multiple=True))
-                found = [der for kind, _, der in blocks if kind == "CERTIFICATE"]
-            except ValueError:
-                found = []
-            if not found:
-                raise ValueError(f"trusted certificate #{index + 1} holds no PEM CERTIFICATE block")
-            ders.extend(found)
-        pins = frozenset(normalize_fingerprint(f) for f in fingerprints)
-        if not ders and not pins:
-            return None
-        return cls(certificates=tuple(ders), fingerprints=pins)
-
-    @classmethod
-    def from_sources(
-        cls, sources: Iterable[Any] = (), *, fingerprints: Iterable[str] = ()
-    ) -> TrustPolicy | None:
-        """A policy from PEM files (paths, URIs or ``ObjectStoragePath``) and fingerprints.
-
-        :param sources: Where the PEM certificates are.
-        :param fingerprints: Pinned SHA-256 fingerprints.
-        """
-        texts: list[bytes] = []
-        for source in sources:
-            stream, owned = open_source(source)
-            try:
-                texts.append(stream.read(1024 * 1024))  # certificates are small; bound what is read
-            finally:
-                if owned:
-                    stream.close()
-        return cls.build(pem=texts, fingerprints=fingerprints)
-
-
-@dataclass(frozen=True)
-class SignerCertificate:
-    """The signer certificate of one signature.
-
-    :param subject: The subject as one readable string.
-    :param common_name: The subject's CN (``None`` if absent).
-    :param organization: The subject's O (``None`` if absent).
-    :param issuer: The issuer as one readable string.
-    :param serial: The serial number in hex.
-    :param sha256: The SHA-256 fingerprint of the DER certificate (lower-case hex).
-    :param not_before: Start of validity (ISO 8601, UTC).
-    :param not_after: End of validity (ISO 8601, UTC).
-    :param self_signed: Whether subject and issuer are the same and the certificate signs itself.
-    """
-
-    subject: str
-    common_name: str | None
-    organization: str | None
-    issuer: str
-    serial: str
-    sha256: str
-    not_before: str
-    not_after: str
-    self_signed: bool
-
-
-@dataclass(frozen=True)
-class SignatureCheck:
-    """What was verified about one embedded signature.
-
-    :param field_name: The signature field's fully qualified name.
-    :param subfilter: The signature dictionary's ``/SubFilter`` (e.g. ``ETSI.CAdES.detached``).
-    :param signer: The signer certificate (``None`` if the CMS carries none that matches).
-    :param signing_time: The signing time the signer claims (ISO 8601), if any.
-    :param timestamp_time: The time of an embedded RFC 3161 timestamp token (ISO 8601), if any.
-    :param intact: The digest over ``/ByteRange`` matches the signed digest.
-    :param valid: The CMS signature verifies with the signer certificate's public key.
-    :param coverage: ``entire_file``, ``entire_revision`` (later incremental updates),
-        ``contiguous_block_from_start`` or ``unclear``.
-    :param modification_level: pyHanko's level for changes after the signed revision: ``none``,
-        ``lta_updates``, ``form_filling``, ``annotations`` or ``other``.
-    :param trusted: True or False against the trust policy; ``None`` without one.
-    :param problems: Why this signature does not pass (empty when it does).
-    """
-
-    field_name: str
-    subfilter: str | None
-    signer: SignerCertificate | None
-    signing_time: str | None
-    timestamp_time: str | None
-    intact: bool
-    valid: bool
-    coverage: str
-    modification_level: str
-    trusted: bool | None
-    problems: tuple[str, ...] = ()
-
-    @property
-    def passed(self) -> bool:
-        """Intact, valid, no disallowed change after signing, and not untrusted."""
-        return not self.problems
-
-
-@dataclass(frozen=True)
-class SignatureReport:
-    """The signatures of one PDF, in signing order.
-
-    :param source: What was verified (a path or URI).
-    :param signatures: One check per embedded signature.
-    :param trust_policy_set: Whether a trust policy was applied.
-    """
-
-    source: str
-    signatures: tuple[SignatureCheck, ...] = field(default_factory=tuple)
-    trust_policy_set: bool = False
-
-    @property
-    def signed(self) -> bool:
-        """Whether the PDF carries at least one digital signature."""
-        return bool(self.signatures)
-
-    @property
-    def problems(self) -> list[str]:
-        """Every reason this PDF fails as a signed document (``no digital signature`` when unsigned)."""
-        if not self.signatures:
-            return ["no digital signature"]
-        return [f"signature {s.field_name!r}: {p}" for s in self.signatures for p in s.problems]
-
-    @property
-    def passed(self) -> bool:
-        """Signed, and every signature passes."""
-        return not self.problems
-
-    def to_dict(self) -> dict[str, Any]:
-        """The report as JSON-safe data (the manifest's ``signature`` object and the CLI's ``--json``)."""
-        return {
-            "signed": self.signed,
-            "passed": self.passed,
-            "trust_policy": self.trust_policy_set,
-            "problems": self.problems,
-            "signatures": [
-                {**asdict(s), "problems": list(s.problems), "passed": s.passed} for s in self.signatures
-            ],
-        }
 
 
 def verify_pdf_signatures(
@@ -599,22 +408,6 @@ def _self_signed(cert: Any) -> bool:
     return True
 
 
-def _validity_problems(cert: Any, moment: datetime) -> list[str]:
-    """The signer certificate must be valid at ``moment`` (a pinned or trusted one too)."""
-    validity = cert["tbs_certificate"]["validity"]
-    not_before, not_after = validity["not_before"].native, validity["not_after"].native
-    when = moment.astimezone(timezone.utc).isoformat()
-    if moment > not_after:
-        return [
-            f"the signer certificate expired on {not_after.isoformat()} (checked as of {when}): "
-            "nothing in this file proves the seal was made while it was valid; a long-term "
-            "validation copy (ltv=True) carries that proof"
-        ]
-    if moment < not_before:
-        return [f"the signer certificate is valid only from {not_before.isoformat()} (checked as of {when})"]
-    return []
-
-
 def _trusted(
     cert: Any,
     sig: Any,
@@ -632,53 +425,3 @@ def _trusted(
     certs, ocsps, crls = material or ((), (), ())
     intermediates = [*(_safe(lambda: list(sig.other_embedded_certs)) or []), *certs]
     return _chains_to(cert, intermediates, trust.certificates, moment=moment, ocsps=ocsps, crls=crls)
-
-
-def _run(coroutine: Any) -> Any:
-    """Run a coroutine to completion, also when the caller is inside a running event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
-
-
-def _chains_to(
-    cert: Any,
-    intermediates: Sequence[Any],
-    roots: Sequence[bytes],
-    *,
-    moment: datetime | None = None,
-    ocsps: Sequence[Any] = (),
-    crls: Sequence[Any] = (),
-) -> bool:
-    """Whether ``cert`` has a valid path to one of ``roots`` as of ``moment``.
-
-    Offline: nothing is fetched; the given OCSP answers and CRLs are used (a revoked one fails).
-    """
-    from asn1crypto import x509
-    from pyhanko_certvalidator import CertificateValidator, ValidationContext
-    from pyhanko_certvalidator.errors import PathBuildingError, PathValidationError
-
-    context = ValidationContext(
-        trust_roots=[x509.Certificate.load(der) for der in roots],
-        other_certs=list(intermediates),
-        moment=moment,
-        allow_fetching=False,
-        revocation_mode="soft-fail",
-        ocsps=list(ocsps),
-        crls=list(crls),
-    )
-    validator = CertificateValidator(cert, validation_context=context)
-    try:
-        _run(validator.async_validate_path())
-    except (PathBuildingError, PathValidationError) as err:
-        _LOG.debug("Signer certificate does not chain to a trusted certificate: %s", err)
-        return False
-    except Exception as err:  # an unusable certificate is not trusted
-        _LOG.debug("Trust check failed: %s", err)
-        return False
-    return True

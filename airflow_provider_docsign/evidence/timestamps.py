@@ -267,7 +267,7 @@ def _check_signature(token: Any, gen_time: datetime, trust: TrustPolicy | None) 
         result: dict[str, Any] = await validate_tst_signed_data(signed_data, context, lambda _algo: imprint)
         return result
 
-    from airflow_provider_docsign.evidence.signatures import _run
+    from airflow_provider_docsign.evidence.certificate_trust import _run
 
     with _quiet_pyhanko():
         status: dict[str, Any] = _run(run())

@@ -2,6 +2,13 @@
 
 The name is resolved lazily, so importing a submodule (``hooks._endpoints``, ...) does not import the
 hook and its HTTP stack.
+
+The one layer that speaks to the service: ``docsign.py`` is the facade, ``_http`` the retries and
+redaction, ``_endpoints`` one definition per call (where every outgoing payload is checked), one mixin
+per resource; ``tsa.py`` reaches a timestamp authority.
+
+May import: :mod:`..service`, :mod:`..evidence`, ``_compat`` and the shared top-level modules. Never
+the domain packages that use it (archive, bulk, export) or the Airflow face.
 """
 
 from __future__ import annotations

@@ -4,19 +4,23 @@ Each builder returns a :class:`Call` (method, path relative to the base URL, que
 parts of a multipart upload, and whether the request reads, writes or creates, which decides the retry
 rules). Ids are checked here so that an empty or malformed id never reaches the service. Every string a
 call carries is checked once, by :func:`check_outgoing`, where the hook sends it (its request loops), so a
-builder added later needs no text check of its own.
+builder added later needs no text check of its own. :class:`Call`, the checks and :func:`camel` live in
+:mod:`._call` and are re-exported here, so the mixins import everything from this module.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 from airflow_provider_docsign.exceptions import DocsignValidationError
+from airflow_provider_docsign.hooks._call import Call as Call
+from airflow_provider_docsign.hooks._call import camel as camel
+from airflow_provider_docsign.hooks._call import check_int_id as check_int_id
+from airflow_provider_docsign.hooks._call import check_outgoing as check_outgoing
+from airflow_provider_docsign.hooks._call import check_str_id as check_str_id
 from airflow_provider_docsign.hooks._http import CREATE, READ, WRITE
-from airflow_provider_docsign.service import outgoing
 from airflow_provider_docsign.service.models import Envelope
 
 #: ``POST /envelope/get-many`` accepts 1..20 ids per call.
@@ -24,72 +28,6 @@ GET_MANY_BATCH = 20
 #: ``perPage`` is at most 100 on every list route.
 PAGE_SIZE = 100
 DOWNLOAD_VERSIONS = ("signed", "original", "pending")
-
-
-@dataclass(frozen=True)
-class Call:
-    """One HTTP request to the service.
-
-    :param method: ``GET`` or ``POST`` (the service uses nothing else).
-    :param path: Path relative to the base URL, ids already URL-quoted.
-    :param kind: ``read``, ``write`` or ``create`` (see :mod:`._http`).
-    :param params: Query parameters.
-    :param json: JSON body.
-    :param what: A short description for error messages, e.g. ``"create envelope"``.
-    :param payload: The JSON ``payload`` part of a multipart upload (the hook builds the body from it,
-        ``files`` and ``names``, so what is checked is what is sent).
-    :param files: The upload sources of a multipart call, in order (one ``files`` part each).
-    :param names: The file name of each part.
-    """
-
-    method: str
-    path: str
-    kind: str
-    params: Mapping[str, Any] | None = None
-    json: Any = None
-    what: str = ""
-    payload: Mapping[str, Any] | None = None
-    files: tuple[Any, ...] = ()
-    names: tuple[str, ...] = ()
-
-
-def check_outgoing(call: Call) -> None:
-    """The one check of what leaves: every string of the call's path, query, JSON body or multipart parts.
-
-    Called by the hook's request loops (sync and async) before the first attempt; see
-    :mod:`airflow_provider_docsign.service.outgoing` for the rules.
-
-    :raises DocsignValidationError: naming each field by its JSON path; nothing is sent.
-    """
-    outgoing.raise_for_request(
-        call.method,
-        call.path,
-        call.what,
-        json=call.json,
-        payload=call.payload,
-        params=call.params,
-        file_names=call.names,
-    )
-
-
-def check_str_id(value: Any, name: str) -> str:
-    """Return ``value`` if it is a usable string id, else raise :class:`DocsignValidationError`."""
-    if not isinstance(value, str) or not value.strip() or value != value.strip() or "/" in value:
-        raise DocsignValidationError(
-            [f"{name} must be a non-empty id string without spaces or '/', not {value!r}"]
-        )
-    return value
-
-
-def check_int_id(value: Any, name: str) -> int:
-    """Return ``value`` as an int if it is a positive integer id (or its decimal string)."""
-    if isinstance(value, bool):
-        raise DocsignValidationError([f"{name} must be a positive integer id, not {value!r}"])
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
-    if not isinstance(value, int) or value < 1:
-        raise DocsignValidationError([f"{name} must be a positive integer id, not {value!r}"])
-    return value
 
 
 def _q(value: Any) -> str:
@@ -104,21 +42,6 @@ def _clean(params: Mapping[str, Any]) -> dict[str, Any]:
 def _many(envelope_id: str, data: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The body of the ``create-many`` and ``update-many`` routes: the envelope and a list of objects."""
     return {"envelopeId": check_str_id(envelope_id, "envelope_id"), "data": [dict(d) for d in data]}
-
-
-_CAMEL = {
-    "external_id": "externalId",
-    "folder_id": "folderId",
-    "parent_id": "parentId",
-    "global_access_auth": "globalAccessAuth",
-    "global_action_auth": "globalActionAuth",
-    "template_type": "templateType",
-}
-
-
-def camel(changes: Mapping[str, Any]) -> dict[str, Any]:
-    """Rename the snake_case keyword changes of an update method to the service's camelCase keys."""
-    return {_CAMEL.get(k, k): v for k, v in changes.items()}
 
 
 # -- envelopes ------------------------------------------------------------------------------------

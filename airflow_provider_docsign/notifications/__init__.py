@@ -1,4 +1,7 @@
-"""Notifiers of the Docsign provider (Airflow ``BaseNotifier``): turn a callback into a signing request."""
+"""Notifiers of the Docsign provider (Airflow ``BaseNotifier``): turn a callback into a signing request.
+
+May import: the hook and everything below it. Nothing below the face imports it.
+"""
 
 from __future__ import annotations
 

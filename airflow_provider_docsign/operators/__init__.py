@@ -2,6 +2,12 @@
 
 Names are resolved lazily so that importing one operator does not import every module (and their
 optional dependencies, such as the preview rasterizer).
+
+The Airflow face, one module per resource (envelope, items, recipients, fields, attachments, folders,
+templates, bulk, archive, export, reminders, retention, preview) and the extra link (``links``). An
+operator reads its arguments, calls the hook and the domain packages, and shapes the XCom.
+
+May import: everything below it (hooks, service, evidence, archive, bulk, export, preview, ``_compat``).
 """
 
 from __future__ import annotations

@@ -13,6 +13,9 @@ index; ``page`` is one-based. Placement problems are returned as warnings and dr
 
 Importing this module needs no Airflow database and no rasterizer; pypdfium2 (the ``preview`` extra)
 is imported only when PNGs are rendered.
+
+May import: :mod:`..service`, the hook (to read an existing envelope) and the shared top-level
+modules. Never the Airflow face (its ``__main__`` calls the cli).
 """
 
 from __future__ import annotations

@@ -34,6 +34,10 @@ with ``Retry-After``, without processing), ``delay`` (before processing), ``dela
 once, answer later), ``drop_after_commit`` (process, then close the
 connection with no reply), ``drop_before``, ``wrong_content_type``, ``truncate`` and ``ignore_order``
 (item update-many applies titles but silently ignores order changes).
+
+May import: :mod:`..service` and :mod:`..evidence` (the service's own rules, where the real service
+has them too), ``samples`` and the shared top-level modules. Never the hook or the Airflow face: it
+stands where the real service stands (its ``__main__`` calls the cli).
 """
 
 from __future__ import annotations

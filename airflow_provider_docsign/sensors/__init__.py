@@ -1,4 +1,9 @@
-"""Sensors of the Docsign provider."""
+"""Sensors of the Docsign provider: wait until an envelope (or a campaign's envelopes) is done.
+
+The sensor polls or defers to :mod:`..triggers`; what a state means is decided once, in ``_evaluate``.
+
+May import: the triggers, the hook and everything below it. Nothing below the face imports it.
+"""
 
 from __future__ import annotations
 

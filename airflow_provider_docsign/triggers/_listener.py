@@ -28,15 +28,9 @@ refusal:
 6. ``200``, then each matching subscription gets the parsed
    :class:`~airflow_provider_docsign.service.webhook_events.WebhookEvent`.
 
-Why deliveries are not starved by a flood of connections that send nothing (or too little), from one
-address or many: such connections never reach step 4, so the authenticated slots are a reserve that
-only the secret opens; and they cannot keep a new connection out of step 2 either, because admission
-never refuses the newcomer: it closes the longest-waiting connection of the busiest client address.
-Documenso sends its whole request head at once, so its connection completes step 2 within
-milliseconds of being accepted; to push it out, a flood would have to open ``max_connections`` new
-connections in that moment. Idle connections cost one slot each for at most the head timeout, and
-the slots bound what the listener holds: at most ``max_connections`` waiting heads (each at most
-:data:`MAX_HEAD_BYTES`), ``max_connections`` bodies and ``max_connections`` lingering refusals.
+The connection policy (the limits and timeouts named above, the slots and who gives one up, and why
+a flood of idle connections cannot starve deliveries) is :mod:`._listener_policy`'s; this module
+parses and answers the requests.
 
 A body is never logged: it carries every recipient's signing token. Values from the request that do
 reach a log line (event name, envelope id) have their control characters escaped, so a CR/LF in an
@@ -52,7 +46,6 @@ import json
 import logging
 import threading
 import weakref
-from collections import Counter
 from collections.abc import Sequence
 
 import h11
@@ -63,6 +56,16 @@ from airflow_provider_docsign.service.webhook_events import (
     WebhookEvent,
     WebhookRejected,
     parse_webhook,
+)
+from airflow_provider_docsign.triggers._listener_policy import (
+    _READ_CHUNK,
+    BODY_TIMEOUT,
+    DEFAULT_HEAD_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    MAX_HEAD_BYTES,
+    MAX_LINE_BYTES,
+    ConnectionPolicy,
+    _Waiting,
 )
 
 __all__ = [
@@ -76,23 +79,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Seconds a client may take, from its connection, to send its request line and headers (Documenso
-#: sends them at once); then it is answered 408 and closed, and its slot is free.
-DEFAULT_HEAD_TIMEOUT = 2.0
-#: Seconds an authenticated client may take to send its body (the service itself gives up after 10 s).
-BODY_TIMEOUT = 10.0
-#: The longest request or header line, CRLF included.
-MAX_LINE_BYTES = 8 * 1024
-#: The request line and all headers together.
-MAX_HEAD_BYTES = 32 * 1024
-#: Connections waiting for their request head (a new one takes the place of the oldest of the busiest
-#: address), and, separately, authenticated requests reading their bodies (503 above).
-DEFAULT_MAX_CONNECTIONS = 64
-#: After a refusal with the body unread, read and discard at most this much (and for at most
-#: :data:`LINGER_SECONDS`) before closing, so that the client reads the answer instead of a reset.
-LINGER_BYTES = 64 * 1024
-LINGER_SECONDS = 1.0
-_READ_CHUNK = 64 * 1024
 _SECRET = SECRET_HEADER.encode("ascii")
 _REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found"}
 _REASONS |= {405: "Method Not Allowed", 408: "Request Timeout", 413: "Content Too Large"}
@@ -108,23 +94,6 @@ class _Refused(Exception):
     def __init__(self, status: int) -> None:
         super().__init__(status)
         self.status = status
-
-
-class _Waiting:
-    """A connection whose request head is not complete yet: it holds one admission slot."""
-
-    __slots__ = ("evicted", "peer", "transport")
-
-    def __init__(self, peer: str, transport: asyncio.WriteTransport) -> None:
-        self.peer = peer
-        self.transport = transport
-        self.evicted = False
-
-
-def _peer(writer: asyncio.StreamWriter) -> str:
-    """The client's address (without its port): connections are counted per address."""
-    peername = writer.get_extra_info("peername")
-    return str(peername[0]) if isinstance(peername, tuple) and peername else "?"
 
 
 def _serialise(conn: h11.Connection, status: int) -> bytes:
@@ -199,7 +168,7 @@ class WebhookSubscription:
             self.listener.unsubscribe(self)
 
 
-class WebhookListener:
+class WebhookListener(ConnectionPolicy[WebhookSubscription]):
     """A loopback (or interface) HTTP listener shared by the webhook triggers of one port.
 
     :param host: The address to bind, e.g. ``127.0.0.1``.
@@ -207,39 +176,13 @@ class WebhookListener:
     """
 
     def __init__(self, host: str, port: int) -> None:
+        super().__init__()
         self.host, self.port = host, port
-        self._subs: dict[WebhookSubscription, None] = {}
         self._server: asyncio.Server | None = None
         self._starting: asyncio.Lock = asyncio.Lock()
-        # Connections waiting for their head, oldest first (insertion order), and authenticated ones.
-        self._waiting: dict[_Waiting, None] = {}
-        self._authenticated = 0
-        self._lingering = 0
-        #: Requests answered, by status (for tests and operators' curiosity).
-        self.answered: dict[int, int] = {}
 
     def __repr__(self) -> str:
         return f"WebhookListener({self.host}:{self.port}, subscriptions={len(self._subs)})"
-
-    @property
-    def max_connections(self) -> int:
-        """The slots of each kind: the largest number any subscription asks for."""
-        return max((s.max_connections for s in self._subs), default=DEFAULT_MAX_CONNECTIONS)
-
-    @property
-    def head_timeout(self) -> float:
-        """Seconds a connection may take to send its request head: the largest any subscription allows."""
-        return max((s.head_timeout for s in self._subs), default=DEFAULT_HEAD_TIMEOUT)
-
-    @property
-    def waiting(self) -> int:
-        """Connections waiting for their request head now."""
-        return len(self._waiting)
-
-    @property
-    def authenticated(self) -> int:
-        """Authenticated requests whose body is being read now."""
-        return self._authenticated
 
     async def subscribe(
         self,
@@ -289,7 +232,7 @@ class WebhookListener:
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
-        waiting = self._admit(writer)
+        waiting = self._admit(writer, _EVICTED)
         deliver: list[tuple[WebhookSubscription, WebhookEvent]] = []
         try:
             status, deliver = await self._exchange(conn, reader, waiting)
@@ -314,24 +257,6 @@ class WebhookListener:
             await self._linger(reader)
         with contextlib.suppress(ConnectionError, OSError):
             writer.close()
-
-    def _admit(self, writer: asyncio.StreamWriter) -> _Waiting:
-        """Give a new connection a slot, taking one from a waiting connection when all are taken."""
-        if len(self._waiting) >= self.max_connections:
-            # The oldest connection of the address that holds the most slots gives its slot up.
-            held = Counter(w.peer for w in self._waiting)
-            most = max(held.values())
-            victim = next(w for w in self._waiting if held[w.peer] == most)
-            del self._waiting[victim]
-            victim.evicted = True
-            self.answered[503] = self.answered.get(503, 0) + 1
-            log.debug("Docsign webhook listener: a connection from %s gave its slot up (503)", victim.peer)
-            with contextlib.suppress(ConnectionError, OSError, RuntimeError):
-                victim.transport.write(_EVICTED)
-                victim.transport.close()
-        waiting = _Waiting(_peer(writer), writer.transport)
-        self._waiting[waiting] = None
-        return waiting
 
     async def _exchange(
         self, conn: h11.Connection, reader: asyncio.StreamReader, waiting: _Waiting
@@ -426,26 +351,6 @@ class WebhookListener:
             await writer.drain()
             if writer.can_write_eof():
                 writer.write_eof()
-
-    async def _linger(self, reader: asyncio.StreamReader) -> None:
-        """Discard what the client still sends, briefly and boundedly, so it reads our answer."""
-        if self._lingering >= self.max_connections:
-            return  # under a flood, close at once: the client may see a reset instead of the answer
-        self._lingering += 1
-        try:
-            with contextlib.suppress(asyncio.TimeoutError, TimeoutError, ConnectionError, OSError):
-                await asyncio.wait_for(_discard(reader, LINGER_BYTES), LINGER_SECONDS)
-        finally:
-            self._lingering -= 1
-
-
-async def _discard(reader: asyncio.StreamReader, limit: int) -> None:
-    discarded = 0
-    while discarded < limit:
-        chunk = await reader.read(_READ_CHUNK)
-        if not chunk:
-            return
-        discarded += len(chunk)
 
 
 async def _read_head(conn: h11.Connection, reader: asyncio.StreamReader) -> h11.Request | None:

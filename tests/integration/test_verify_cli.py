@@ -90,7 +90,7 @@ def test_manifest_catches_a_file_changed_on_disk(
         [
             sys.executable,
             "-m",
-            "airflow_provider_docsign.archive.auditor",
+            "airflow_provider_docsign.verify",
             "--manifest",
             manifest_path,
             "--trust",

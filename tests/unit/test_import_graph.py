@@ -15,8 +15,40 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "airflow_provider_docsign"
-#: The Airflow-facing layers. Everything else (the hook, the pure modules, the sandbox) sits below them.
-UPPER_LAYERS = ("operators", "sensors", "triggers", "notifications")
+#: The Airflow face. Everything else (the domain packages, the hook, the sandbox) sits below it.
+UPPER_LAYERS = ("operators", "sensors", "triggers", "notifications", "cli")
+#: The pure domain packages: neither Airflow nor an HTTP client, and nothing of the layers above.
+PURE_PACKAGES = ("service", "evidence")
+#: The domain packages that may use the hook (never the face).
+DOMAIN_PACKAGES = ("archive", "bulk", "export")
+#: Top-level modules everything may use. ``_compat`` is Airflow itself, so the pure packages may not.
+SHARED = ("exceptions", "_sources", "_text", "samples", "assets", "_moved")
+#: Third-party and standard-library modules that speak HTTP, or are Airflow.
+AIRFLOW_OR_HTTP = (
+    "airflow",
+    "requests",
+    "requests_toolbelt",
+    "httpx",
+    "aiohttp",
+    "urllib3",
+    "h11",
+    "http.client",
+    "urllib.request",
+    "fastapi",
+    "uvicorn",
+    "starlette",
+)
+#: Which of the package's layers each lower layer may import (besides itself and the shared modules).
+MAY_IMPORT = {
+    "service": set(),
+    "evidence": {"service"},
+    "hooks": {"service", "evidence", "_compat", "__init__"},
+    "archive": {"service", "evidence", "hooks", "_compat"},
+    "bulk": {"service", "evidence", "hooks", "_compat", "archive", "export"},
+    "export": {"service", "evidence", "hooks", "_compat", "archive"},
+    "sandbox": {"service", "evidence", "_compat"},
+    "preview": {"service", "hooks", "_compat"},
+}
 
 
 def modules(root: Path, package: str = PACKAGE) -> dict[str, Path]:
@@ -27,6 +59,28 @@ def modules(root: Path, package: str = PACKAGE) -> dict[str, Path]:
             parts.pop()
         found[".".join(parts)] = path
     return found
+
+
+def layer_of(module: str) -> str:
+    """``airflow_provider_docsign.service.models`` -> ``service``; the package itself -> ``__init__``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def is_entry_point(module: str) -> bool:
+    """``python -m`` entry modules (``sandbox/__main__``) are the command line's face, wherever they are."""
+    return module.endswith(".__main__")
+
+
+def external_imports(path: Path) -> set[str]:
+    """Every absolute module name a file imports that is not the package's (anywhere in its source)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module)
+    return {name for name in found if not name.startswith(PACKAGE)}
 
 
 def _targets(name: str, path: Path, node: ast.AST, known: dict[str, Path], package: str) -> Iterable[str]:
@@ -107,16 +161,69 @@ def test_the_package_has_no_import_circle() -> None:
     assert circles(import_graph(ROOT)) == []
 
 
-def test_the_lower_layers_never_import_operators_sensors_or_triggers() -> None:
+def test_the_lower_layers_never_import_the_airflow_face() -> None:
     upward = []
     for module, targets in import_graph(ROOT).items():
-        layer = module.split(".")[1] if "." in module else ""
-        if layer in UPPER_LAYERS or layer == "cli":
+        if layer_of(module) in UPPER_LAYERS or is_entry_point(module):
             continue
-        upward += [
-            f"{module} -> {t}" for t in targets if t.split(".")[1:2] and t.split(".")[1] in UPPER_LAYERS
-        ]
+        upward += [f"{module} -> {t}" for t in targets if layer_of(t) in UPPER_LAYERS]
     assert upward == []
+
+
+def test_each_lower_layer_imports_only_the_layers_below_it() -> None:
+    wrong = []
+    for module, targets in import_graph(ROOT).items():
+        layer = layer_of(module)
+        if layer not in MAY_IMPORT or is_entry_point(module):
+            continue
+        allowed = MAY_IMPORT[layer] | {layer, *SHARED}
+        wrong += [f"{module} -> {t}" for t in sorted(targets) if layer_of(t) not in allowed]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("package", PURE_PACKAGES)
+def test_the_pure_packages_import_neither_airflow_nor_http(package: str) -> None:
+    found = []
+    for path in sorted((ROOT / PACKAGE / package).rglob("*.py")):
+        for name in sorted(external_imports(path)):
+            if any(name == banned or name.startswith(banned + ".") for banned in AIRFLOW_OR_HTTP):
+                found.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert found == []
+
+
+def test_the_top_level_holds_only_what_everything_uses() -> None:
+    top = sorted(p.name for p in (ROOT / PACKAGE).glob("*.py") if p.name != "__init__.py")
+    assert len(top) <= 8, top
+    assert {p.removesuffix(".py") for p in top} <= {*SHARED, "_compat"}, top
+
+
+def test_every_package_says_what_it_is_for_and_what_it_may_import() -> None:
+    for init in sorted((ROOT / PACKAGE).glob("*/__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+        assert len(doc.splitlines()) >= 3, f"{init.relative_to(ROOT)} needs a docstring"
+        assert "May import" in doc, f"{init.relative_to(ROOT)} does not say what it may import"
+
+
+def test_no_module_is_over_500_lines_but_the_hook_facade() -> None:
+    limits = {f"{PACKAGE}/hooks/docsign.py": 800}
+    paths = [
+        *(ROOT / PACKAGE).rglob("*.py"),
+        *(ROOT / "scripts").glob("*.py"),
+        *(ROOT / "bench").glob("*.py"),
+    ]
+    long = []
+    for path in sorted(paths):
+        rel = str(path.relative_to(ROOT))
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > limits.get(rel, 500):
+            long.append(f"{rel}: {lines}")
+    assert long == []
+
+
+def test_a_pure_module_that_imports_airflow_is_found(tmp_path: Path) -> None:
+    pure = tmp_path / "bad.py"
+    pure.write_text("def later():\n    from airflow.sdk import BaseHook\n    import requests.adapters\n")
+    assert external_imports(pure) == {"airflow.sdk", "requests.adapters"}
 
 
 def test_the_hook_is_assembled_from_mixins_that_never_import_it() -> None:

@@ -46,12 +46,12 @@ def test_entry_point_is_registered() -> None:
 
 
 def test_version_is_one_everywhere() -> None:
-    """0.2.0 in ``__version__``, the provider info, the distribution and the CHANGELOG's dated entry."""
-    assert __version__ == "0.2.0"
+    """0.3.0 in ``__version__``, the provider info, the distribution and the CHANGELOG's dated entry."""
+    assert __version__ == "0.3.0"
     assert get_provider_info()["versions"] == [__version__]
     changelog = (Path(__file__).resolve().parents[2] / "CHANGELOG.md").read_text()
     headings = [line for line in changelog.splitlines() if line.startswith("## ")]
-    assert headings[:2] == ["## [Unreleased]", f"## [{__version__}] - 2026-11-23"]
+    assert headings[:2] == ["## [Unreleased]", f"## [{__version__}] - 2026-11-26"]
 
 
 def test_every_trigger_module_is_listed() -> None:
