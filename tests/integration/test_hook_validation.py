@@ -161,13 +161,14 @@ def test_create_fields_checks_against_current_items(
     )
     env = hook.get_envelope(envelope_id)
     rid = env.recipients[0].id
+    stranger = rid + 1  # not this envelope's (a fixed id is some envelope's once the sandbox counted there)
     sandbox.clear_requests()
     base = {"recipientId": rid, "type": "TEXT", "positionX": 10, "positionY": 10, "width": 10, "height": 5}
     with pytest.raises(DocsignValidationError) as info:
-        hook.create_fields(envelope_id, [{**base, "page": 4}, {**base, "page": 1, "recipientId": 999}])
+        hook.create_fields(envelope_id, [{**base, "page": 4}, {**base, "page": 1, "recipientId": stranger}])
     problems = info.value.problems
     assert any("page 4 does not exist (the PDF has 3 page(s))" in p and "three.pdf" in p for p in problems)
-    assert any("recipientId 999" in p for p in problems)
+    assert any(f"recipientId {stranger}" in p for p in problems)
     # only reads happened: the envelope, and the original PDF to count its pages
     assert {r["method"] for r in sandbox.requests()} == {"GET"}
     assert not any(r["path"].startswith("/envelope/field") for r in sandbox.requests())

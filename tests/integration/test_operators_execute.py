@@ -277,6 +277,7 @@ def test_add_items_then_fields_checked_against_page_counts(
     envelope = hook.get_envelope(envelope_id)
     assert envelope.item_ids[-1:] == added
     rid = envelope.recipients[0].id
+    stranger = rid + 1  # not this envelope's (a fixed id is some envelope's once the sandbox counted there)
     box = {"type": "SIGNATURE", "positionX": 50, "positionY": 50, "width": 10, "height": 5}
 
     sandbox.clear_requests()
@@ -286,11 +287,11 @@ def test_add_items_then_fields_checked_against_page_counts(
             envelope_id=envelope_id,
             fields=[
                 {**box, "recipientId": rid, "envelopeItemId": added[0], "page": 4},
-                {**box, "recipientId": 999, "envelopeItemId": added[0], "page": 1},
+                {**box, "recipientId": stranger, "envelopeItemId": added[0], "page": 1},
             ],
         ).execute(ctx())
     assert "fields[0]: page 4" in str(err.value)
-    assert "fields[1]: recipientId 999" in str(err.value)
+    assert f"fields[1]: recipientId {stranger}" in str(err.value)
     assert paths(sandbox, "POST", "/envelope/field/create-many") == []
 
     ids = DocsignAddFieldsOperator(
