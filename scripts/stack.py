@@ -47,7 +47,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-import stack_preflight  # noqa: E402
 from stack_layout import (  # noqa: E402
     API_KEY,
     ARCHIVE_BUCKET,
@@ -68,6 +67,7 @@ from stack_preflight import (  # noqa: E402
     StackError,
     apt_hint,
     chromium,
+    ensure,
     missing_packages,
     postgres_bindir,
     preflight,
@@ -112,11 +112,6 @@ __all__ = [
 
 STATE_DIR = ROOT / ".stack"
 STATE_FILE = STATE_DIR / "stack.json"
-
-
-def ensure(browser: bool = True, install: bool = True, what: str = "make test") -> Prerequisites:
-    """:func:`stack_preflight.ensure`, logging apt-get to this module's ``APT_LOG`` (which tests move)."""
-    return stack_preflight.ensure(browser, install, what, apt_log=APT_LOG)
 
 
 def down() -> int:

@@ -148,18 +148,15 @@ def _installer() -> list[str] | None:
     return [sudo, "-n"] if ok else None
 
 
-def ensure(
-    browser: bool = True, install: bool = True, what: str = "make test", apt_log: Path | None = None
-) -> Prerequisites:
+def ensure(browser: bool = True, install: bool = True, what: str = "make test") -> Prerequisites:
     """``make test``'s pre-flight: find the prerequisites, installing the missing ones when it can.
 
     As root or with passwordless sudo the missing Debian packages are installed with one
     ``apt-get install`` (after ``apt-get update``), saying so in one line. Otherwise, within seconds,
     :class:`StackError` names exactly what is missing, the command that installs it, and
     ``make test-core`` (every test but the ``distributed`` group) as the offline alternative.
-    apt-get's output goes to ``apt_log`` (default :data:`APT_LOG`).
+    apt-get's output goes to :data:`APT_LOG`.
     """
-    apt_log = apt_log or APT_LOG
     missing = missing_packages(browser)
     if not missing:
         return preflight(browser)
@@ -172,15 +169,15 @@ def ensure(
         )
     print(
         f"[{what}] installing {' '.join(missing)} from Debian with apt-get, for the distributed tests "
-        f"(log: {apt_log})",
+        f"(log: {APT_LOG})",
         file=sys.stderr,
         flush=True,
     )
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    with open(apt_log, "wb") as log:
+    with open(APT_LOG, "wb") as log:
         for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", *missing]):
             done = subprocess.run([*prefix, *cmd], env=env, stdout=log, stderr=subprocess.STDOUT)
             if done.returncode != 0:
-                tail = apt_log.read_text(errors="replace")[-2000:]
+                tail = APT_LOG.read_text(errors="replace")[-2000:]
                 raise StackError(f"{what}: {' '.join(cmd)} failed (exit {done.returncode}):\n{tail}")
     return preflight(browser)

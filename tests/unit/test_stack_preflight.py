@@ -96,7 +96,9 @@ def test_as_root_the_missing_packages_are_installed_with_one_apt_get_install(
 
     monkeypatch.setattr(stack.os, "geteuid", lambda: 0)
     monkeypatch.setattr(stack.subprocess, "run", apt_get)
-    monkeypatch.setattr(stack, "APT_LOG", bare / "apt.log")
+    monkeypatch.setattr(
+        sys.modules[stack.ensure.__module__], "APT_LOG", bare / "apt.log"
+    )  # ensure() reads it
     found = stack.ensure(browser=True, install=True)
     assert commands == [
         ["apt-get", "update", "-q"],
