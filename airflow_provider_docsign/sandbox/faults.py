@@ -205,7 +205,7 @@ class Traffic:
         status: int,
         note: dict[str, Any] | None = None,
         *,
-        epoch: int | None = None,
+        epoch: int,
     ) -> None:
         """Append one ``/api/v2`` request to the log (with what the route noted, under ``body``).
 
@@ -217,7 +217,7 @@ class Traffic:
         if note:
             entry["body"] = json.loads(json.dumps(note))
         with self.lock:
-            if epoch is None or epoch == self.epoch:
+            if epoch == self.epoch:
                 self.log.append(entry)
 
     def requests(self, bodies: bool = False, *, times: bool = False) -> list[dict[str, Any]]:

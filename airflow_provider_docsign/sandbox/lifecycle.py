@@ -6,7 +6,7 @@ As on the real service, an envelope with a field on a page its PDF does not have
 sealing job fails and the envelope stays PENDING.
 
 Recipients' signing and rejection live in :mod:`.signing`, signing-link expiry and reminders in
-:mod:`.expiry`, the sealing job in :mod:`.seal_job`; their names the routes use stay importable here.
+:mod:`.expiry`, the sealing job in :mod:`.seal_job`.
 """
 
 from __future__ import annotations
@@ -18,18 +18,11 @@ from typing import Any
 from . import prefill
 from .builders import meta_update
 from .errors import app_error, plain_error
-from .expiry import expire as expire
 from .expiry import expires_at_for
-from .expiry import is_expired as is_expired
-from .expiry import reminders as reminders
 from .ids import iso
 from .schemas import SIGNATURE_TYPES
-from .seal_job import _certificate_lines as _certificate_lines
-from .seal_job import marks_for as marks_for
 from .seal_job import maybe_seal
 from .signing import auto_sign
-from .signing import reject as reject
-from .signing import sign as sign
 from .state import SandboxState
 from .store import Obj
 

@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from . import lifecycle, views
+from . import expiry, signing, views
 from .common import authenticate, json_body, ok, state_of
 from .errors import ApiError
 from .ids import clock_offset, iso, set_clock_offset
@@ -60,7 +60,7 @@ async def sign(request: Request) -> Response:
     body = await json_body(request)
     env_id = str(body.get("envelopeId", ""))
     rid = _int_or_none(body.get("recipientId"), "recipientId")
-    signed = await run_in_threadpool(lifecycle.sign, state_of(request), env_id, rid)
+    signed = await run_in_threadpool(signing.sign, state_of(request), env_id, rid)
     return ok({"success": True, "signed": signed})
 
 
@@ -69,7 +69,7 @@ async def complete(request: Request) -> Response:
     """``{envelopeId}``: every recipient signs (sealing follows shortly after)."""
     authenticate(request, "sandbox.complete")
     body = await json_body(request)
-    signed = await run_in_threadpool(lifecycle.sign, state_of(request), str(body.get("envelopeId", "")), None)
+    signed = await run_in_threadpool(signing.sign, state_of(request), str(body.get("envelopeId", "")), None)
     return ok({"success": True, "signed": signed})
 
 
@@ -84,7 +84,7 @@ async def reject(request: Request) -> Response:
     reason = str(body.get("reason") or "Rejected in the sandbox")
     state = state_of(request)
     rec: Obj = await run_in_threadpool(
-        lambda: lifecycle.reject(state, str(body.get("envelopeId", "")), rid, reason, path="sandbox.reject")
+        lambda: signing.reject(state, str(body.get("envelopeId", "")), rid, reason, path="sandbox.reject")
     )
     return ok({"success": True, "recipientId": rec["id"]})
 
@@ -99,7 +99,7 @@ async def expire(request: Request) -> Response:
     body = await json_body(request)
     rid = _int_or_none(body.get("recipientId"), "recipientId")
     state = state_of(request)
-    expired = await run_in_threadpool(lifecycle.expire, state, str(body.get("envelopeId", "")), rid)
+    expired = await run_in_threadpool(expiry.expire, state, str(body.get("envelopeId", "")), rid)
     return ok({"success": True, "expired": expired})
 
 
@@ -154,7 +154,7 @@ async def reminders(request: Request) -> Response:
     """
     authenticate(request, "sandbox.reminders")
     env_id = request.query_params.get("envelopeId")
-    rows = lifecycle.reminders(state_of(request), env_id)
+    rows = expiry.reminders(state_of(request), env_id)
     return ok({"data": rows, "total": sum(r["count"] for r in rows)})
 
 

@@ -13,7 +13,7 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 
-from . import lifecycle, views
+from . import expiry, lifecycle, views
 from .builders import (
     check_files,
     check_item_limit,
@@ -188,7 +188,7 @@ async def find_envelopes(request: Request) -> Response:
 
 
 def _has_expired_recipient(state: SandboxState, env: Obj) -> bool:
-    return any(lifecycle.is_expired(r) for r in state.store.recipients_of(env["id"]))
+    return any(expiry.is_expired(r) for r in state.store.recipients_of(env["id"]))
 
 
 def _ilike(query: str) -> re.Pattern[str]:

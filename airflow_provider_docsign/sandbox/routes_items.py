@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from . import lifecycle, pdfops, sealing
+from . import lifecycle, pdfops, seal_job, sealing
 from .builders import check_files, check_item_limit, check_payload, pdf_pages, store_item
 from .common import authenticate, envelope_or_404, json_body, multipart_call, ok, state_of, success
 from .errors import ApiError, app_error, download_error
@@ -264,7 +264,7 @@ async def download_item(request: Request, envelope_item_id: str) -> Response:
             f"Envelope {env_id} must be pending to download a partially signed PDF",
             PENDING_CODES[status],
         )
-    marks = lifecycle.marks_for(state, item["id"])
+    marks = seal_job.marks_for(state, item["id"])
     tmp = await run_in_threadpool(_render_pending, state, item, marks)
     pending_etag: str = await run_in_threadpool(_sha256_file, tmp)
     if request.headers.get("if-none-match") == pending_etag:
@@ -345,6 +345,6 @@ async def download_certificate(request: Request, envelope_id: str) -> Response:
     if env["status"] not in ("COMPLETED", "REJECTED"):
         raise download_error(500, "Something went wrong", "DOCUMENT_NOT_COMPLETE")
     recipients = state.store.recipients_of(envelope_id)
-    lines = lifecycle._certificate_lines(env, recipients, env["completedAt"] or "")
+    lines = seal_job._certificate_lines(env, recipients, env["completedAt"] or "")
     data = await run_in_threadpool(pdfops.text_pdf, lines)
     return _pdf_response(data, f"{_stem(env['title'])}_certificate.pdf")

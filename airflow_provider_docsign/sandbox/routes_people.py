@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 
-from . import lifecycle, views
+from . import lifecycle, signing, views
 from .builders import field_meta, new_field, new_recipient
 from .common import authenticate, envelope_or_404, json_body, ok, state_of, success
 from .errors import app_error
@@ -194,7 +194,7 @@ async def reject_recipient(request: Request, recipient_id: str) -> Response:
     state = state_of(request)
     rid = _path_int(recipient_id, "recipientId", path)
     body = validate(await json_body(request), RECIPIENT_REJECT, path)
-    rec = lifecycle.reject(state, body["envelopeId"], rid, body["reason"], path=path)
+    rec = signing.reject(state, body["envelopeId"], rid, body["reason"], path=path)
     return ok(views.recipient_full(state.store, rec))
 
 
