@@ -128,13 +128,18 @@ def forward(package: str, module: str) -> Callable[[str], Any]:
     """
     target = f"{package}.{module}"
 
+    submodules: set[str] = set()  # the package's modules, listed once
+
     def __getattr__(name: str) -> Any:
-        if name.startswith("_"):
+        here = sys.modules[package]
+        if not submodules:
+            submodules.update(info.name for info in pkgutil.iter_modules(here.__path__))
+        # A submodule not imported yet (``from ...bulk import state``) is the import system's to load,
+        # without importing the module that holds the old names.
+        if name.startswith("_") or name in submodules:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        here = importlib.import_module(package)
-        siblings = {info.name for info in pkgutil.iter_modules(getattr(here, "__path__", []))}
         holder = importlib.import_module(target)
-        if name in siblings or not hasattr(holder, name):
+        if not hasattr(holder, name):
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         warnings.warn(
             f"{package}.{name} moved to {target}.{name} in 0.3; the old path goes in {REMOVED_IN}",
