@@ -24,16 +24,31 @@ archive names folders after it).
 
 from __future__ import annotations
 
-import csv
-import io
 import json
-import math
+import os
+import posixpath
+import re
 import string
+import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from airflow_provider_docsign._sources import open_source, to_path_like
+from airflow_provider_docsign._sources import _object_storage_path_cls, to_path_like
+from airflow_provider_docsign.bulk.rows import (
+    INPUT_FORMATS,
+    MAX_CELL,
+    OUTPUT_FORMATS,
+    BulkConfigError,
+    SourceRows,
+    default_max_failures,
+    format_of,
+    read_campaign_rows,
+    read_rows,
+    result_table_format,
+    sent_envelope_ids,
+)
 from airflow_provider_docsign.exceptions import (
     DocsignAmbiguousWriteError,
     DocsignAPIError,
@@ -53,20 +68,22 @@ from airflow_provider_docsign.service.templates import validate_use_payload
 
 __all__ = [
     "INPUT_FORMATS",
+    "MAX_CELL",
     "OUTPUT_FORMATS",
     "RESULT_COLUMNS",
     "RESULT_STATUSES",
     "BulkConfigError",
     "CampaignPlan",
+    "SourceRows",
     "classify_error",
     "default_max_failures",
     "format_of",
+    "read_campaign_rows",
     "read_rows",
+    "result_table_format",
     "sent_envelope_ids",
 ]
 
-INPUT_FORMATS = ("csv", "jsonl", "parquet")
-OUTPUT_FORMATS = ("jsonl", "parquet")
 #: The statuses a row ends with in the result table.
 RESULT_STATUSES = ("sent", "created", "invalid", "failed")
 #: Columns a row may carry (besides its key); the rest are only values for ``{column}`` placeholders.
@@ -74,6 +91,12 @@ ROW_FIELDS = ("template_id", "recipients", "prefill_fields", "files", "title", "
 #: Columns holding lists or objects: JSON text in a CSV cell.
 _JSON_FIELDS = ("recipients", "prefill_fields", "files", "meta")
 MAX_EXTERNAL_ID = 255
+#: Characters a campaign id may not hold: ``(`` and ``)`` keep ``<campaign>(<key>)`` injective.
+_CAMPAIGN_FORBIDDEN = "()[]*?"
+#: Characters a row key may not hold: object stores' globbing reads them as patterns.
+_KEY_FORBIDDEN = "[]*?"
+#: A URL's scheme: a row may not choose one.
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
 RESULT_COLUMNS: tuple[Column, ...] = (
     Column("row_key", "string", "The row's key, as in the input (joins back to the source rows)."),
@@ -84,115 +107,6 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     Column("attempts", "int64", "Write requests made for the row, over every try of the task."),
     Column("sent_at", "timestamp", "When the envelope was sent (UTC)."),
 )
-
-
-class BulkConfigError(ValueError):
-    """The campaign is configured in a way that cannot work (raised before any request is sent)."""
-
-
-def default_max_failures(rows: int) -> int:
-    """The failures a campaign tolerates before it stops: 1 % of the rows, at least 10."""
-    return max(10, math.ceil(rows * 0.01))
-
-
-def format_of(path: Any, given: str | None, allowed: Sequence[str], what: str) -> str:
-    """The file format: ``given``, else the path's extension (``.csv``, ``.jsonl``, ``.parquet``)."""
-    if given is not None:
-        if given not in allowed:
-            raise BulkConfigError(f"{what} format must be one of {', '.join(allowed)}, not {given!r}")
-        return given
-    name = str(getattr(path, "name", None) or path).lower()
-    for ext, fmt in ((".csv", "csv"), (".jsonl", "jsonl"), (".ndjson", "jsonl"), (".parquet", "parquet")):
-        if name.endswith(ext) and fmt in allowed:
-            return fmt
-    if what == "output":
-        return "jsonl"
-    raise BulkConfigError(
-        f"cannot tell the {what} format of {name!r} from its name: give {what}_format ({', '.join(allowed)})"
-    )
-
-
-# -- reading the rows ---------------------------------------------------------------------------
-
-
-def read_rows(source: Any, fmt: str) -> list[dict[str, Any]]:
-    """Read every row of a CSV, JSON Lines or Parquet file (a local path or an ``ObjectStoragePath``).
-
-    CSV cells are strings; an empty cell is ``None``. A JSON Lines line must be an object.
-
-    :raises BulkConfigError: for a file that cannot be read as ``fmt``, naming the line.
-    """
-    stream, owned = open_source(to_path_like(source))
-    try:
-        if fmt == "parquet":
-            return _parquet_rows(stream)
-        text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
-        try:
-            return _csv_rows(text) if fmt == "csv" else _jsonl_rows(text)
-        finally:
-            text.detach()
-    except UnicodeDecodeError as err:
-        raise BulkConfigError(f"the rows file is not UTF-8 text ({err.reason} at byte {err.start})") from None
-    finally:
-        if owned:
-            stream.close()
-
-
-def _csv_rows(text: io.TextIOWrapper) -> list[dict[str, Any]]:
-    reader = csv.DictReader(text)
-    if not reader.fieldnames:
-        return []
-    return [{k: (v if v != "" else None) for k, v in row.items() if k is not None} for row in reader]
-
-
-def _jsonl_rows(text: io.TextIOWrapper) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    for number, line in enumerate(text, start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise BulkConfigError(f"line {number} of the rows file is not JSON ({err.msg})") from None
-        if not isinstance(value, dict):
-            raise BulkConfigError(f"line {number} of the rows file is not a JSON object")
-        rows.append(value)
-    return rows
-
-
-def _parquet_rows(stream: Any) -> list[dict[str, Any]]:
-    from airflow_provider_docsign.export.store import require_pyarrow
-
-    require_pyarrow()
-    import pyarrow.parquet as pq  # type: ignore[import-untyped]
-
-    rows: list[dict[str, Any]] = []
-    for batch in pq.ParquetFile(stream).iter_batches(batch_size=5000):
-        rows.extend(batch.to_pylist())
-    return rows
-
-
-def sent_envelope_ids(source: Any, fmt: str, statuses: Sequence[str] = ("sent",)) -> list[str]:
-    """The envelope ids of a bulk result table's rows with one of ``statuses``, in table order.
-
-    For the batch sensor and the batch archive, which take the table's URI instead of a list of ids.
-
-    :param source: The result table (local path or ``ObjectStoragePath``).
-    :param fmt: ``jsonl`` or ``parquet``.
-    :param statuses: Which rows count (``sent`` by default: only sent envelopes can be signed).
-    :raises BulkConfigError: when the file is not a result table.
-    """
-    rows = read_rows(source, fmt)
-    wanted = set(statuses)
-    ids: list[str] = []
-    for number, row in enumerate(rows, start=1):
-        if "status" not in row or "envelope_id" not in row:
-            raise BulkConfigError(
-                f"row {number} of {source} has no status or envelope_id column: not a bulk result table"
-            )
-        if row["status"] in wanted and row["envelope_id"]:
-            ids.append(str(row["envelope_id"]))
-    return list(dict.fromkeys(ids))
 
 
 # -- what a row sends --------------------------------------------------------------------------
@@ -256,6 +170,11 @@ class CampaignPlan:
     :param distribute: Send each envelope (``True``) or leave it a draft.
     :param expiration_period: As for the single-envelope operators.
     :param reminders: As for the single-envelope operators.
+    :param files_root: Where files named by a row may be: a local folder, or an object-store prefix
+        (``s3://bucket/contracts``). A path from a row (a ``files`` cell, or a ``{column}`` inside
+        ``files``) must lie under it after normalisation and symlink resolution; without it such paths
+        are refused. A fixed ``files`` list needs none.
+    :param files_conn_id: The Airflow connection that reads an object-store ``files_root``.
     """
 
     campaign_id: str
@@ -270,6 +189,8 @@ class CampaignPlan:
     distribute: bool = True
     expiration_period: Any = DEFAULT_PERIOD
     reminders: Any = DEFAULT_PERIOD
+    files_root: Any = None
+    files_conn_id: str | None = None
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -282,6 +203,12 @@ class CampaignPlan:
             problems.append(f"campaign_id is {len(campaign)} characters; at most {MAX_EXTERNAL_ID - 3}")
         if isinstance(campaign, str) and (found := text_problem(campaign, "campaign_id")):
             problems.append(found)
+        if isinstance(campaign, str) and (bad := sorted(set(campaign) & set(_CAMPAIGN_FORBIDDEN))):
+            problems.append(
+                f"campaign_id {campaign!r} holds {' '.join(bad)}: a campaign id may not hold ( ) (they "
+                "delimit the row key in every externalId, so two campaigns could share one) nor [ ] * ? "
+                "(object stores take them for patterns in the archive's folder names)"
+            )
         if not isinstance(self.key_column, str) or not self.key_column:
             problems.append("key_column must be a column name")
         if problems:
@@ -295,8 +222,13 @@ class CampaignPlan:
         if value is None or isinstance(value, bool | float | Mapping | list):
             what = "missing" if value is None else f"a {type(value).__name__}"
             return None, [f"{self.key_column} is {what}; it must be a string or an integer"]
-        key = str(value)
+        key = unicodedata.normalize("NFC", str(value))
         problems: list[str] = []
+        if bad := sorted(set(key) & set(_KEY_FORBIDDEN)):
+            problems.append(
+                f"{self.key_column} {key[:80]!r} holds {' '.join(bad)}: object stores take them for "
+                "patterns in the archive's folder names"
+            )
         if not key.strip() or key != key.strip():
             problems.append(f"{self.key_column} {key!r} is empty or has surrounding spaces")
         if found := text_problem(key, self.key_column):
@@ -309,8 +241,13 @@ class CampaignPlan:
         return key, problems
 
     def external_id(self, key: str) -> str:
-        """The ``externalId`` of the row with ``key``."""
+        """The ``externalId`` of the row with ``key`` (the key NFC-normalised, as :meth:`key_of` gives it)."""
         return f"{self.campaign_id}({key})"
+
+    @property
+    def search_text(self) -> str:
+        """What the service's substring search is given to list the campaign: ``<campaign id>(``."""
+        return f"{self.campaign_id}("
 
     # -- what the row sends -----------------------------------------------------------------------
 
@@ -331,11 +268,10 @@ class CampaignPlan:
         title = self._value(row, "title", problems)
         if title is not None:
             override = {**(override if isinstance(override, Mapping) else {}), "title": title}
-        files = self._value(row, "files", problems)
         kwargs = {
             "recipients": self._value(row, "recipients", problems),
             "prefill_fields": self._value(row, "prefill_fields", problems),
-            "files": _sources(files) if files is not None else None,
+            "files": self._files(row, problems),
             "external_id": self.external_id(key),
             "folder_id": self.folder_id,
             "distribute": self.distribute,
@@ -350,15 +286,15 @@ class CampaignPlan:
     def create_kwargs(self, row: Mapping[str, Any], key: str) -> tuple[dict[str, Any], list[str]]:
         """The keyword arguments of ``DocsignHook.create_envelope`` for a PDF row."""
         problems: list[str] = []
-        files = self._value(row, "files", problems)
+        files = self._files(row, problems)
         title = self._value(row, "title", problems)
-        if files is None:
+        if files is None and not any(p.startswith("files") or "'files'" in p for p in problems):
             problems.append("no PDFs: give a files column, the operator's files, or a template_id")
         if title is None:
             problems.append("no title: give a title column or the operator's title")
         kwargs = {
             "title": title,
-            "files": _sources(files) if files is not None else [],
+            "files": files if files is not None else [],
             "recipients": self._value(row, "recipients", problems),
             "external_id": self.external_id(key),
             "meta": self._value(row, "meta", problems),
@@ -415,31 +351,117 @@ class CampaignPlan:
             return list(err.problems)
         return check_request("POST", "/envelope/create", payload=payload, file_names=[p.name for p in pdfs])
 
+    # -- files: a row names them only under files_root ----------------------------------------------
 
-def _sources(files: Any) -> Any:
-    """Strings naming files become paths (``s3://…`` an ``ObjectStoragePath``); a mapping keeps its keys."""
-    if isinstance(files, str):
-        return [to_path_like(files)]
-    if isinstance(files, Mapping):
-        return {k: to_path_like(v) if v is not None else None for k, v in files.items()}
-    if isinstance(files, list | tuple):
-        return [to_path_like(v) if v is not None else None for v in files]
-    return files
+    def _files(self, row: Mapping[str, Any], problems: list[str]) -> Any:
+        """The row's files as paths: its own ``files`` cell, or the operator's with ``{column}`` filled.
+
+        Every path that comes from the row (the cell, or an operator path with a ``{column}`` in it) is
+        placed under :attr:`files_root`, or refused; nothing is opened here.
+        """
+        own = row.get("files") is not None
+        raw = _cell(row, "files", problems) if own else self.files
+        if raw is None:
+            return None
+
+        def one(value: Any, where: str) -> Any:
+            if value is None:
+                return None
+            if own:
+                return self._inside_root(value, where, problems)
+            if isinstance(value, str) and ("{" in value or "}" in value):
+                return self._inside_root(_fill(value, row, where, problems), where, problems)
+            return to_path_like(value) if isinstance(value, str) else value
+
+        if isinstance(raw, str):
+            return [one(raw, "files")]
+        if isinstance(raw, Mapping):
+            return {k: one(v, f"files.{k}") for k, v in raw.items()}
+        if isinstance(raw, list | tuple):
+            return [one(v, f"files[{i}]") for i, v in enumerate(raw)]
+        problems.append(f"files must be a path, a list of paths or an object, not a {type(raw).__name__}")
+        return None
+
+    def _inside_root(self, value: Any, where: str, problems: list[str]) -> Any:
+        """A path a row gave, placed under ``files_root`` (or ``None`` with the problem recorded)."""
+        if not isinstance(value, str) or not value.strip():
+            problems.append(
+                f"{where}: a file the row names must be a path, not {type(value).__name__} {value!r:.80}"
+            )
+            return None
+        text = value.strip()
+        shown = text if len(text) <= 120 else text[:117] + "..."
+        if self.files_root is None:
+            problems.append(
+                f"{where}: {shown!r} comes from the row, and a row may only name files under the operator's "
+                "files_root: give files_root (a folder, or an object-store prefix such as s3://bucket/contracts)"
+            )
+            return None
+        root = (
+            os.fspath(self.files_root) if isinstance(self.files_root, os.PathLike) else str(self.files_root)
+        )
+        if _SCHEME.match(root) and not root.startswith("file://"):
+            return self._inside_object_root(root.rstrip("/"), text, shown, where, problems)
+        if _SCHEME.match(text):
+            problems.append(f"{where}: {shown!r} names a URL; a row names a path under files_root {root!r}")
+            return None
+        base = os.path.realpath(root[len("file://") :] if root.startswith("file://") else root)
+        real = os.path.realpath(text if os.path.isabs(text) else os.path.join(base, text))
+        if os.path.commonpath([real, base]) != base:
+            problems.append(f"{where}: {shown!r} lies outside files_root {root!r} (symbolic links resolved)")
+            return None
+        return Path(real)
+
+    def _inside_object_root(self, prefix: str, text: str, shown: str, where: str, problems: list[str]) -> Any:
+        if _SCHEME.match(text):
+            if not text.startswith(prefix + "/"):
+                problems.append(
+                    f"{where}: {shown!r} names another store, bucket or connection; a row names a key under "
+                    f"files_root {prefix!r}"
+                )
+                return None
+            text = text[len(prefix) + 1 :]
+        normal = posixpath.normpath(text)
+        if "\\" in text or text.startswith("/") or normal in (".", "") or normal.split("/")[0] == "..":
+            problems.append(f"{where}: {shown!r} is not a key under files_root {prefix!r}")
+            return None
+        return _object_storage_path_cls()(f"{prefix}/{normal}", conn_id=self.files_conn_id)
 
 
 def iter_keys(
-    plan: CampaignPlan, rows: Sequence[Mapping[str, Any]]
+    plan: CampaignPlan, rows: Sequence[Mapping[str, Any]], where: Sequence[str] | None = None
 ) -> Iterator[tuple[str | None, list[str]]]:
-    """Each row's key and its problems, duplicates included (the second and later are problems)."""
+    """Each row's key and its problems, duplicates included (the second and later are problems).
+
+    Keys are compared NFC-normalised (``Renée`` typed two ways is one key), and so are the archive
+    folders they map to: two keys the batch archive would store in one folder are duplicates too.
+
+    :param where: Each row's place in its file (``line 8``), for the messages.
+    """
+    from airflow_provider_docsign.archive.naming import sanitize_value
+
     seen: dict[str, int] = {}
+    folders: dict[str, int] = {}
     for index, row in enumerate(rows):
         key, problems = plan.key_of(row)
         if key is not None and not problems:
+            folder = sanitize_value(plan.external_id(key))
             if key in seen:
-                problems = [f"{plan.key_column} {key!r} repeats row #{seen[key]}"]
+                problems = [f"{plan.key_column} {key!r} repeats the key of {_where(where, seen[key])}"]
+            elif folder in folders:
+                other = _where(where, folders[folder])
+                problems = [
+                    f"{plan.key_column} {key!r} would be archived in the same folder ({folder!r}) as the "
+                    f"key of {other}: give keys that differ in more than spacing, invisible or reserved "
+                    "characters"
+                ]
             else:
-                seen[key] = index
+                seen[key], folders[folder] = index, index
         yield key, problems
+
+
+def _where(where: Sequence[str] | None, index: int) -> str:
+    return where[index] if where is not None else f"item {index}"
 
 
 # -- errors -------------------------------------------------------------------------------------

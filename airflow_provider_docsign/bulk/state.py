@@ -25,10 +25,13 @@ __all__ = [
     "CheckpointError",
     "RowState",
     "format_duration",
+    "row_digest",
     "utc_now",
 ]
 
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2
+#: Versions a checkpoint may have (1: 0.3.0, without row digests).
+_READABLE_VERSIONS = (1, 2)
 PENDING, IN_FLIGHT, CREATED, SENT, INVALID, FAILED = (
     "pending",
     "in_flight",
@@ -40,6 +43,11 @@ PENDING, IN_FLIGHT, CREATED, SENT, INVALID, FAILED = (
 STATES = (PENDING, IN_FLIGHT, CREATED, SENT, INVALID, FAILED)
 #: States a checkpoint records (pending is the default; invalid is found again on every try).
 _KEPT = (IN_FLIGHT, CREATED, SENT, FAILED)
+#: Bounds of what a checkpoint entry may hold (anything else is a malformed checkpoint).
+_MAX_TEXT = 4000
+_MAX_ATTEMPTS = 1_000_000
+#: A checkpoint is read whole; one larger than this is not ours (10,000 rows take about 2 MB).
+MAX_CHECKPOINT_BYTES = 256 * 1024 * 1024
 
 
 class CheckpointError(ValueError):
@@ -61,6 +69,8 @@ class RowState:
     :param error: Why the row is invalid or failed, or why a created envelope was not sent.
     :param attempts: Write requests made for the row, over every try.
     :param sent_at: When the envelope was sent.
+    :param digest: A digest of the row's content when it was sent (to tell an amended row).
+    :param note: What a person should know about a row that needs no action (amended after sending).
     """
 
     key: str | None
@@ -69,14 +79,49 @@ class RowState:
     error: str | None = None
     attempts: int = 0
     sent_at: str | None = None
+    digest: str | None = None
+    note: str | None = None
 
 
-def fingerprint(keys: Iterable[str | None]) -> str:
-    """A digest of the rows' keys in order: a checkpoint belongs to exactly these rows."""
-    digest = hashlib.sha256()
-    for key in keys:
-        digest.update(b"\x00" if key is None else key.encode("utf-8") + b"\x01")
-    return digest.hexdigest()
+def row_digest(row: Mapping[str, Any]) -> str:
+    """A digest of a row's content (every column), to tell whether it changed since it was sent."""
+    text = json.dumps(row, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def _refuse_constant(name: str) -> Any:
+    raise CheckpointError(f"the checkpoint holds {name}, which no checkpoint has")
+
+
+def _text(value: Any, what: str, key: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > _MAX_TEXT:
+        raise CheckpointError(f"the checkpoint's row {key!r} has a malformed {what}")
+    return value
+
+
+def _entry(entry: Any) -> tuple[str, str, str | None, str | None, int, str | None, str | None]:
+    """One checkpoint row, checked: ``[key, state, envelope_id, error, attempts, sent_at, digest?]``."""
+    if not isinstance(entry, list) or len(entry) not in (6, 7):
+        raise CheckpointError("the checkpoint has a row that is not a list of 6 or 7 values")
+    key, state, envelope_id, error, attempts, sent_at = entry[:6]
+    if not isinstance(key, str) or not key or len(key) > _MAX_TEXT:
+        raise CheckpointError("the checkpoint has a row without a usable key")
+    if state not in _KEPT:
+        raise CheckpointError(f"the checkpoint's row {key!r} has a state it cannot have: {str(state)[:40]!r}")
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or not 0 <= attempts <= _MAX_ATTEMPTS:
+        raise CheckpointError(f"the checkpoint's row {key!r} has a malformed attempts count")
+    digest = _text(entry[6], "digest", key) if len(entry) == 7 else None
+    return (
+        key,
+        state,
+        _text(envelope_id, "envelope id", key),
+        _text(error, "error", key),
+        attempts,
+        _text(sent_at, "sent_at", key),
+        digest,
+    )
 
 
 @dataclass
@@ -94,58 +139,139 @@ class CampaignState:
     started: float = field(default_factory=time.time)
     #: When the previous try last wrote its checkpoint (seconds since the epoch), if resumed.
     resumed_from: float | None = None
+    #: Checkpoint rows whose keys are not among the rows any more (an amended campaign dropped them).
+    dropped: int = 0
+    #: Rows found at the service (by externalId) and adopted, not sent, in this try.
+    adopted: int = 0
+    #: Each row's :func:`row_digest`, in row order (kept in the checkpoint for rows made).
+    digests: list[str | None] | None = None
 
     # -- the checkpoint ---------------------------------------------------------------------------
 
     def to_bytes(self, *, now: float | None = None) -> bytes:
-        """The checkpoint: the campaign, the rows' fingerprint and every row not ``pending``/``invalid``."""
+        """The checkpoint: the campaign and every row not ``pending``/``invalid``, with its digest."""
         body = {
             "version": CHECKPOINT_VERSION,
             "campaign_id": self.campaign_id,
-            "fingerprint": fingerprint(r.key for r in self.rows),
             "rows_total": len(self.rows),
             "updated_at": time.time() if now is None else now,
             "rows": [
-                [r.key, r.state, r.envelope_id, r.error, r.attempts, r.sent_at]
-                for r in self.rows
+                [r.key, r.state, r.envelope_id, r.error, r.attempts, r.sent_at, self._digest_of(i, r)]
+                for i, r in enumerate(self.rows)
                 if r.state in _KEPT and r.key is not None
             ],
         }
         return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
-    def restore(self, data: bytes) -> int:
+    def _digest_of(self, index: int, row: RowState) -> str | None:
+        if row.digest is None and row.state in (SENT, CREATED) and self.digests is not None:
+            row.digest = self.digests[index]  # the content the row was made from
+        return row.digest
+
+    def restore(self, data: bytes, *, now: float | None = None) -> int:
         """Take the states of an earlier try's checkpoint; return how many rows it recorded.
 
-        :raises CheckpointError: if it is another campaign's, or its rows are not these rows.
+        The rows may have changed since (an amended campaign): rows are matched by key; keys the
+        checkpoint has and the rows do not are counted in :attr:`dropped`; a sent row whose content
+        changed is kept as sent, with a note (it is never sent again).
+
+        :raises CheckpointError: if it is another campaign's, or it is malformed in any way.
         """
+        if len(data) > MAX_CHECKPOINT_BYTES:
+            raise CheckpointError(f"the checkpoint is {len(data):,} bytes: too large to be a checkpoint")
         try:
-            body = json.loads(data)
-            if not isinstance(body, Mapping) or body.get("version") != CHECKPOINT_VERSION:
-                raise CheckpointError("the checkpoint has an unknown version")
-            campaign, digest, entries = body["campaign_id"], body["fingerprint"], body["rows"]
-            updated = float(body["updated_at"])
-        except (ValueError, KeyError, TypeError) as err:
-            raise CheckpointError(f"the checkpoint cannot be read ({err})") from None
+            body = json.loads(data, parse_constant=_refuse_constant)
+        except CheckpointError:
+            raise
+        except (ValueError, RecursionError) as err:
+            raise CheckpointError(f"the checkpoint is not JSON ({type(err).__name__})") from None
+        if not isinstance(body, dict) or body.get("version") not in _READABLE_VERSIONS:
+            raise CheckpointError("the checkpoint has an unknown version")
+        campaign, entries, updated = body.get("campaign_id"), body.get("rows"), body.get("updated_at")
+        if not isinstance(campaign, str) or not isinstance(entries, list):
+            raise CheckpointError("the checkpoint has no campaign_id or no rows")
+        current = time.time() if now is None else now
+        if (
+            isinstance(updated, bool)
+            or not isinstance(updated, int | float)
+            or not 0 < updated <= current + 86400
+        ):
+            raise CheckpointError("the checkpoint's updated_at is not a time this try can believe")
         if campaign != self.campaign_id:
             raise CheckpointError(
-                f"the checkpoint belongs to campaign {campaign!r}, not {self.campaign_id!r}: give this "
-                "campaign its own output"
+                f"the checkpoint belongs to campaign {campaign[:200]!r}, not {self.campaign_id!r}: give "
+                "this campaign its own result table"
             )
-        if digest != fingerprint(r.key for r in self.rows):
-            raise CheckpointError(
-                "the rows changed since the checkpoint was written (other keys, or another order): a "
-                "campaign must resume with the same rows; give changed rows a new campaign_id and output"
-            )
-        by_key = {r.key: r for r in self.rows if r.key is not None}
-        for entry in entries:
-            key, state, envelope_id, error, attempts, sent_at = entry
-            row = by_key.get(key)
-            if row is None or state not in _KEPT:
-                raise CheckpointError(f"the checkpoint has a row it cannot have: {key!r} {state!r}")
+        checked = [_entry(e) for e in entries]
+        index = {r.key: i for i, r in enumerate(self.rows) if r.key is not None}
+        seen: set[str] = set()
+        for key, state, envelope_id, error, attempts, sent_at, digest in checked:
+            if key in seen:
+                raise CheckpointError(f"the checkpoint has row {key!r} twice")
+            seen.add(key)
+            i = index.get(key)
+            if i is None:
+                self.dropped += 1
+                continue
+            row = self.rows[i]
             row.state, row.envelope_id, row.error = state, envelope_id, error
-            row.attempts, row.sent_at = int(attempts), sent_at
-        self.resumed_from = updated
-        return len(entries)
+            row.attempts, row.sent_at, row.digest = attempts, sent_at, digest
+            now_digest = self.digests[i] if self.digests is not None else None
+            if state in (SENT, CREATED) and digest and now_digest and digest != now_digest:
+                row.note = "the row changed after its envelope was made: not sent again"
+                row.digest = digest
+        self.resumed_from = float(updated)
+        return len(checked)
+
+    def reconcile(self, found: Mapping[str, Sequence[Any]], external_id: Any, *, log: Any) -> None:
+        """Make the service, not the checkpoint, say what exists (one listing of the campaign).
+
+        :param found: The campaign's envelopes at the service by ``externalId`` (exact).
+        :param external_id: ``key -> externalId``.
+        """
+        for row in self.rows:
+            if row.key is None:
+                continue
+            matches = found.get(external_id(row.key), ())
+            if len(matches) > 1:
+                ids = ", ".join(str(m.id) for m in matches[:5])
+                row.state, row.envelope_id = FAILED, str(matches[0].id)
+                row.error = (
+                    f"{len(matches)} envelopes have externalId {external_id(row.key)!r} ({ids}); none is "
+                    "sent again: keep one and delete the others"
+                )
+                continue
+            if matches:
+                envelope = matches[0]
+                draft = str(getattr(envelope.status, "value", envelope.status)) == "DRAFT"
+                if row.envelope_id is not None and row.envelope_id != envelope.id and row.state != IN_FLIGHT:
+                    log.warning(
+                        "Row %r: the checkpoint names envelope %s, but the service's envelope with its "
+                        "externalId is %s: the service's is kept, the other is not touched",
+                        row.key,
+                        row.envelope_id,
+                        envelope.id,
+                    )
+                if row.state not in (SENT, CREATED) or row.envelope_id != envelope.id:
+                    self.adopted += 1
+                    row.sent_at = None if draft else (row.sent_at or getattr(envelope, "updated_at", None))
+                row.envelope_id, row.error = str(envelope.id), None
+                row.state = CREATED if draft else SENT
+                continue
+            if row.state in (SENT, CREATED):
+                # The checkpoint says it exists, the service has no envelope with the row's externalId:
+                # believe the service; look the row up again as if it were in flight.
+                log.warning(
+                    "Row %r: the checkpoint says %s (%s) but the service has no envelope with externalId "
+                    "%r: looked up again before anything is sent",
+                    row.key,
+                    row.state,
+                    row.envelope_id,
+                    external_id(row.key),
+                )
+                row.state, row.envelope_id, row.note = IN_FLIGHT, None, None
+            elif row.state == FAILED:
+                row.envelope_id = None
 
     # -- counting ---------------------------------------------------------------------------------
 
@@ -171,7 +297,7 @@ class CampaignState:
                 "external_id": external_id(row.key) if row.key is not None else None,
                 "envelope_id": row.envelope_id,
                 "status": row.state if row.state in RESULT_STATUSES else FAILED,
-                "error": row.error
+                "error": (row.error or row.note)
                 if row.state in RESULT_STATUSES
                 else (row.error or f"left {row.state} when the campaign ended"),
                 "attempts": row.attempts,
@@ -203,6 +329,8 @@ class Throughput:
     :param seconds: Seconds since this try started sending.
     :param limit: The window's limit (``X-RateLimit-Limit``), if the service sent it.
     :param window: The window's length in seconds (60 on the real service).
+    :param adopted: Rows found already made at the service (adopted, not sent) in this try: they are
+        not envelopes of this try's rate.
     """
 
     envelopes: int
@@ -210,6 +338,7 @@ class Throughput:
     seconds: float
     limit: int | None
     window: float = 60.0
+    adopted: int = 0
 
     @property
     def per_minute(self) -> float:
@@ -229,11 +358,27 @@ class Throughput:
             return None
         return self.limit * 60.0 / self.window / per
 
+    @property
+    def whole_windows(self) -> bool:
+        """Whether the try ran for at least one whole rate window (only then is the limit a yardstick)."""
+        return self.seconds >= self.window
+
     def describe(self) -> str:
-        """``912 envelopes/min (0.91x the limit-bound 1,000/min: 1,000 requests/min / 1.00 per envelope)``."""
+        """``912 envelopes/min (0.91x the limit-bound 1,000/min: 1,000 requests/min / 1.00 per envelope)``.
+
+        The rate is compared with the limit only when the try ran at least one whole window: over a
+        shorter run, a window's whole allowance can be spent in seconds, and the ratio says nothing.
+        """
         text = f"{self.per_minute:,.0f} envelopes/min"
+        if self.adopted:
+            text += f" ({self.envelopes:,} sent, {self.adopted:,} adopted, not counted)"
         bound = self.limit_bound
-        if bound:
+        if bound and not self.whole_windows:
+            text += (
+                f" (ran {format_duration(self.seconds)}, less than one {self.window:.0f}s rate window: "
+                "not compared with the limit)"
+            )
+        elif bound:
             per = self.requests_per_envelope or 0.0
             text += (
                 f" ({self.per_minute / bound:.2f}x the limit-bound {bound:,.0f}/min: "
@@ -283,11 +428,14 @@ def summary_table(
     return "\n".join(lines)
 
 
-def first_problems(rows: Sequence[tuple[int, str | None, list[str]]], limit: int = 5) -> str:
-    """The first few invalid rows and their problems, for the error that stops a campaign."""
+def first_problems(rows: Sequence[tuple[str, str | None, list[str]]], limit: int = 5) -> str:
+    """The first few invalid rows and their problems, for the error that stops a campaign.
+
+    :param rows: ``(where, key, problems)``: where the row is in its file (``line 8``), its key.
+    """
     lines = []
-    for index, key, problems in rows[:limit]:
-        head = f"row #{index}" + (f" ({key!r})" if key is not None else "")
+    for where, key, problems in rows[:limit]:
+        head = where + (f" ({key!r})" if key is not None else "")
         lines.append(f"  - {head}: " + "; ".join(problems[:3]) + (" ..." if len(problems) > 3 else ""))
     if len(rows) > limit:
         lines.append(f"  ... and {len(rows) - limit} more")

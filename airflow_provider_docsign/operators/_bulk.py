@@ -35,6 +35,7 @@ from airflow_provider_docsign.bulk.state import (
     utc_now,
 )
 from airflow_provider_docsign.exceptions import DocsignAPIError, DocsignError
+from airflow_provider_docsign.operators._bulk_steps import install_pacer
 from airflow_provider_docsign.service.models import EnvelopeStatus
 
 __all__ = ["BulkStopped", "CampaignRunner", "install_pacer"]
@@ -51,35 +52,13 @@ LEASE_SECONDS = 5.0
 MAX_LEASE = 500
 
 
-def install_pacer(hook: Any, reserve_fraction: float, log: logging.Logger | Any) -> Any:
-    """Pace every request of ``hook`` through one :class:`~..hooks._pacing.SharedPacer`; return it.
-
-    The hook's session (and the connection) is made here, once, before any thread shares the hook.
-    """
-    from airflow_provider_docsign.hooks._pacing import SharedPacer
-
-    pacer = SharedPacer(reserve_fraction=reserve_fraction)
-    hook.session  # noqa: B018 - the connection is looked up here, once, not by every thread
-
-    def after_response(status: int, rate_limit: Any, retry_after: float | None) -> None:
-        pacer.observe(rate_limit)
-        if status == 429:
-            pause = pacer.on_throttled(retry_after)
-            log.warning("The service answered 429: every request of this task waits %.1fs", pause)
-        else:
-            pacer.on_success()
-
-    hook.before_request = pacer.acquire
-    hook.after_response = after_response
-    return pacer
-
-
 class BulkStopped(DocsignError):
     """The campaign stopped before every row was done; the checkpoint lets the next try resume.
 
     :param message: Why.
     :param kind: ``"failures"`` (past ``max_failures``), ``"transient"`` (the service kept failing),
-        or ``"auth"`` (the API key was refused: no retry can help).
+        ``"auth"`` (the API key was refused: no retry can help), or ``"lease"`` (another try took the
+        campaign over).
     """
 
     def __init__(self, message: str, *, kind: str) -> None:
@@ -118,6 +97,8 @@ class CampaignRunner:
     :param log: Where progress goes.
     :param progress_every: A progress line every N rows done...
     :param progress_seconds: ...or every this many seconds.
+    :param owner: The campaign's :class:`~airflow_provider_docsign.bulk.lease.CampaignLease`: no batch
+        is leased once it is lost.
     """
 
     def __init__(
@@ -137,8 +118,10 @@ class CampaignRunner:
         progress_every: int = 500,
         progress_seconds: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
+        owner: Any = None,
     ) -> None:
         self.hook = hook
+        self.owner = owner
         self.plan = plan
         self.rows = rows
         self.state = state
@@ -157,7 +140,10 @@ class CampaignRunner:
         self._delayed: list[tuple[float, int, int, str]] = []
         self._seq = itertools.count()
         self._transient: dict[int, int] = {}
+        #: Create rounds per row that failed ambiguously (5xx, lost answer) and were looked up.
+        self._rounds: dict[int, int] = {}
         self.failures = 0
+        self.adopted = 0  # rows found made at the service by a look-up in this try (not sent by it)
         self.finished = 0  # envelopes sent (or created, without distribution) in this try
         self.started = clock()
         self._last_write = clock()
@@ -176,7 +162,10 @@ class CampaignRunner:
                 while outstanding or (stop is None and (self._ready or self._fresh or self._delayed)):
                     if stop is None:
                         self._release_delayed()
-                        self._fill(pool, outstanding)
+                        try:
+                            self._fill(pool, outstanding)
+                        except BulkStopped as err:  # the lease was lost: finish what is in flight
+                            stop = err
                     timeout = self._next_timeout() if stop is None else None
                     if not outstanding:
                         time.sleep(timeout or 0.01)  # only delayed rows left: wait for the first
@@ -204,6 +193,7 @@ class CampaignRunner:
             requests=self.pacer.requests,  # every request of this try, the template reads included
             seconds=self._clock() - self.started,
             limit=limit.limit if limit is not None else None,
+            adopted=self.adopted + self.state.adopted,
         )
 
     def save(self) -> None:
@@ -284,6 +274,8 @@ class CampaignRunner:
 
     def _fill(self, pool: ThreadPoolExecutor, outstanding: dict[Future[_Outcome], int]) -> None:
         while len(outstanding) < self.max_in_flight:
+            if self.owner is not None and self.owner.lost is not None:  # checked before every request
+                raise BulkStopped(str(self.owner.lost), kind="lease")
             if len(self._ready) < self.max_in_flight and self._fresh:
                 self._lease()
             if not self._ready:
@@ -383,8 +375,27 @@ class CampaignRunner:
         if outcome.state is not None and (error is None or outcome.state in (CREATED, FAILED)):
             row.state = outcome.state
         if error is None:
+            if outcome.action == RESOLVE and row.state == PENDING and outcome.index in self._rounds:
+                # Looked up after a failed create and not found: that create round failed for good.
+                rounds = self._rounds[outcome.index]
+                if rounds >= MAX_TRANSIENT:
+                    row.state = FAILED
+                    return BulkStopped(
+                        f"row {row.key!r}: {rounds} rounds of create, then look-up, found nothing made "
+                        f"({row.error}); the campaign stops and the next try resumes from its checkpoint",
+                        kind="transient",
+                    )
             row.error = None
-            self._transient.pop(outcome.index, None)
+            if outcome.action != RESOLVE or row.state != PENDING:
+                self._transient.pop(outcome.index, None)
+                self._rounds.pop(outcome.index, None)
+            if outcome.action == RESOLVE and row.state in (SENT, CREATED):
+                self.adopted += 1  # found made at the service: adopted, not sent by this try
+                if row.state == SENT:
+                    row.sent_at = outcome.sent_at
+                elif self.plan.distribute:
+                    self._ready.append((outcome.index, FINISH))
+                return None
             if row.state == SENT:
                 row.sent_at = outcome.sent_at
                 self.finished += 1
@@ -407,6 +418,7 @@ class CampaignRunner:
         if outcome.action == SEND and not outcome.nothing_created and row.state != CREATED:
             # The create may have happened: look it up once the service has surely finished it.
             row.error = message
+            self._rounds[outcome.index] = self._rounds.get(outcome.index, 0) + 1
             self._later(self._clock() + self.settle, outcome.index, RESOLVE)
             self.log.warning(
                 "Row %r: %s; looking it up by externalId in %.0fs before anything is sent again",

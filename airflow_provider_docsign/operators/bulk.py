@@ -2,38 +2,44 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import Asset
+from airflow_provider_docsign.archive.store import is_local
+from airflow_provider_docsign.bulk.lease import BEAT_SECONDS, CampaignLease
 from airflow_provider_docsign.bulk.plan import (
     INPUT_FORMATS,
     OUTPUT_FORMATS,
     RESULT_COLUMNS,
     BulkConfigError,
     CampaignPlan,
+    SourceRows,
     default_max_failures,
     format_of,
     iter_keys,
-    read_rows,
+    read_campaign_rows,
+    result_table_format,
 )
 from airflow_provider_docsign.bulk.state import (
-    CREATED,
-    INVALID,
-    PENDING,
-    SENT,
     CampaignState,
-    CheckpointError,
     RowState,
-    first_problems,
+    row_digest,
     summary_table,
 )
 from airflow_provider_docsign.bulk.store import CheckpointFile, resolve_path, static_uri
-from airflow_provider_docsign.exceptions import DocsignAuthError, DocsignNotFoundError, DocsignValidationError
+from airflow_provider_docsign.exceptions import DocsignAuthError
 from airflow_provider_docsign.export.store import TableFile, require_pyarrow, uri_of
-from airflow_provider_docsign.operators._base import PERMANENT_ERRORS, DocsignBaseOperator, fail_now
-from airflow_provider_docsign.operators._bulk import BulkStopped, CampaignRunner, install_pacer
+from airflow_provider_docsign.operators._base import DocsignBaseOperator, fail_now
+from airflow_provider_docsign.operators._bulk import SETTLE_MARGIN, BulkStopped, CampaignRunner
+from airflow_provider_docsign.operators._bulk_steps import (
+    describe_try,
+    install_pacer,
+    read_templates,
+    reconcile_with_service,
+    restore_checkpoint,
+    validate_rows,
+)
 from airflow_provider_docsign.service.expiry import DEFAULT as DEFAULT_PERIOD
 from airflow_provider_docsign.service.expiry import period_meta_fields
 
@@ -67,12 +73,28 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
     result table with their problems and are never sent; with more than ``max_invalid`` of them the
     task fails before any envelope is created, naming the first few rows and their problems.
 
-    **Exactly once.** Each row's ``externalId`` is ``<campaign_id>(<row key>)``. Progress is kept in a
-    checkpoint beside the result table (``<result_table>.checkpoint.json``, replaced atomically), and each
-    row is marked in flight there before its create request goes out. A retry, or a run after the
-    worker was killed, resumes: rows already sent are skipped, rows in flight are looked up by their
-    ``externalId`` (exact match, in ``folder_id``) and adopted when found, and the rest are sent. A
-    row is never created twice; a create whose answer was lost is looked up, never repeated blindly.
+    **Exactly once.** Each row's ``externalId`` is ``<campaign_id>(<row key>)`` (keys NFC-normalised; a
+    campaign id may not hold ``( ) [ ] * ?``, a key not ``[ ] * ?``, so the mapping is injective). A try
+    first takes the campaign's **lease** (``.docsign-campaign-<digest>.lease.json`` in the result
+    table's folder, shared by every result table of the campaign there): while another try's heartbeat
+    is fresh it fails at once, naming that try; a heartbeat older than two beats (20 s) plus the
+    connection's read timeout plus 2 s is taken over, and that is logged. Then the **service says what
+    exists**: the campaign's envelopes are listed once (``query=<campaign_id>(``, 100 a page: one
+    request per 100 envelopes already made, one for a new campaign), matched to rows by exact
+    ``externalId`` and adopted; the checkpoint (``<result_table>.checkpoint.json``) is believed only
+    where the service agrees. Each row is marked in flight there before its create request goes out; a
+    create whose answer was lost is looked up by its ``externalId`` (exact match, in ``folder_id``),
+    never repeated blindly. After three such rounds that find nothing (a service answering 5xx to every
+    create), the task stops; the next try resumes.
+
+    **Amending a campaign.** Run the same ``campaign_id`` again with rows fixed or added: rows already
+    made are found and skipped, fixed invalid rows are validated and sent, new keys are sent. A row
+    whose content changed after its envelope was made is not sent again: the log and the result
+    table's ``error`` column note it, and the XCom counts it (``amended``).
+
+    **Row files.** A path that comes from a row (a ``files`` cell, or a ``{column}`` inside ``files``)
+    must lie under ``files_root`` (symbolic links resolved); a row cannot choose a URL scheme, a bucket
+    or a connection. Without ``files_root`` such rows are invalid. A fixed ``files`` list needs none.
 
     **Speed.** ``max_in_flight`` threads share the hook's connection pool and one pacer, which reads
     ``X-RateLimit-*`` and ``Retry-After``: full speed while the window is comfortable, spread out as
@@ -90,9 +112,12 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
     ``envelope_id``, ``status`` (``sent``, ``created``, ``invalid``, ``failed``), ``error``,
     ``attempts``, ``sent_at``. The XCom holds counts and URIs only::
 
-        {"campaign_id", "rows", "counts": {"sent", "created", "invalid", "failed"}, "result_table",
-         "format", "checkpoint", "requests", "answered_429", "envelopes_per_minute",
-         "limit_bound_per_minute"}
+        {"campaign_id", "rows", "counts": {"sent", "created", "invalid", "failed"}, "adopted",
+         "amended", "result_table", "format", "checkpoint", "requests", "answered_429",
+         "envelopes_per_minute", "limit_bound_per_minute"}
+
+    ``envelopes_per_minute`` counts envelopes this try sent, not rows it adopted;
+    ``limit_bound_per_minute`` is ``None`` when the try ran less than one rate window.
 
     and an Asset event is emitted for the result table, so a waiting DAG can start from it.
 
@@ -103,7 +128,10 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
         ``"<dag id>-<run id>"``. Keep it when re-running a campaign, change it for a new one.
     :param key_column: The column holding each row's key (unique, a string or an integer).
     :param input_format: ``csv``, ``jsonl`` or ``parquet`` (default: from the file's extension).
-    :param output_format: ``jsonl`` or ``parquet`` (default: from the extension, else ``jsonl``).
+    :param output_format: ``jsonl`` or ``parquet`` (default: from the extension). A result table
+        named like another format (``results.csv``), or with no known extension and no
+        ``output_format``, is refused before any request; the sensor and the batch archive take the same
+        format as ``result_table_format``.
     :param template_id: The template of rows without a ``template_id`` column. Templated.
     :param title: The title of rows without a ``title`` column, e.g. ``"Renewal for {name}"``;
         required for PDF rows, an override for template rows.
@@ -129,10 +157,20 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
     :param asset: The Asset (Dataset on Airflow 2.11) to emit an event for, with the counts and the
         table's URI in its extra. Default: an Asset named after ``result_table`` when it is not
         templated.
+    :param files_root: Where the files a row names may be: a local folder, or an object-store prefix
+        (``s3://bucket/contracts``), read with ``files_conn_id``. Templated.
+    :param files_conn_id: The Airflow connection that reads an object-store ``files_root``.
     :param docsign_conn_id: The Airflow connection of type ``docsign``.
     """
 
-    template_fields: Sequence[str] = ("rows", "result_table", "campaign_id", "template_id", "folder_id")
+    template_fields: Sequence[str] = (
+        "rows",
+        "result_table",
+        "campaign_id",
+        "template_id",
+        "folder_id",
+        "files_root",
+    )
     template_fields_renderers = {"rows": "json"}
     operator_extra_links = ()
     ui_color = "#d6eaff"
@@ -163,6 +201,8 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
         progress_every: int = 500,
         progress_seconds: float = 30.0,
         asset: Any = None,
+        files_root: Any = None,
+        files_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         if input_format is not None and input_format not in INPUT_FORMATS:
@@ -173,6 +213,8 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
             )
         if output_format == "parquet" or (output_format is None and str(result_table).endswith(".parquet")):
             require_pyarrow()  # refused at parse time, naming the extra
+        if static_uri(result_table) is not None:
+            result_table_format(resolve_path(result_table), output_format)  # results.csv: refused now
         if not isinstance(max_in_flight, int) or not 1 <= max_in_flight <= MAX_IN_FLIGHT:
             raise ValueError(
                 f"max_in_flight must be 1-{MAX_IN_FLIGHT} (the hook's connection pool), not {max_in_flight!r}"
@@ -214,35 +256,65 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
         self.progress_every = progress_every
         self.progress_seconds = progress_seconds
         self.asset = asset
+        self.files_root = files_root
+        self.files_conn_id = files_conn_id
 
     # -- execute ----------------------------------------------------------------------------------
 
     def execute(self, context: Context) -> dict[str, Any]:
-        """Validate every row, resume from the checkpoint, send the rest, write the result table."""
+        """Take the campaign's lease, list it at the service, validate, send the rest, write the table."""
         try:
             plan = self._plan()
             output = resolve_path(self.result_table)
-            fmt = format_of(output, self.output_format, OUTPUT_FORMATS, "output")
-            rows = self._read_rows()
+            fmt = result_table_format(output, self.output_format)
+            read = self._read_rows()
         except (BulkConfigError, ValueError, TypeError, FileNotFoundError) as err:
             raise fail_now(err) from err
-        keys = list(iter_keys(plan, rows))
+        settle = float(self.hook.settings.timeout[1])
+        lease = CampaignLease(
+            output.parent,
+            plan.campaign_id,
+            describe=describe_try(context),
+            # Alive, the owner beats every BEAT_SECONDS, and its last request lands within the read
+            # timeout: two beats missed, plus the margin and the read timeout, and it is surely dead.
+            stale_after=2 * BEAT_SECONDS + SETTLE_MARGIN + settle,
+            log=self.log,
+        )
+        if is_local(output):
+            output.parent.mkdir(parents=True, exist_ok=True)
+        lease.acquire()  # LeaseHeldError: another try sends this campaign; nothing was sent
+        try:
+            return self._run(context, plan, output, fmt, read, lease, settle)
+        finally:
+            lease.release()
+
+    def _run(
+        self,
+        context: Context,
+        plan: CampaignPlan,
+        output: Any,
+        fmt: str,
+        read: SourceRows,
+        lease: CampaignLease,
+        settle: float,
+    ) -> dict[str, Any]:
+        rows = read.rows
+        keys = list(iter_keys(plan, rows, read.where))
         state = CampaignState(
-            plan.campaign_id, [RowState(key) for key, _ in keys], distribute=self.distribute
+            plan.campaign_id,
+            [RowState(key) for key, _ in keys],
+            distribute=self.distribute,
+            digests=[row_digest(row) for row in rows],
         )
         checkpoint = CheckpointFile(output)
-        previous = checkpoint.read()
-        if previous is not None:
-            try:
-                recorded = state.restore(previous)
-            except CheckpointError as err:
-                raise fail_now(err) from err
-            self.log.info(
-                "Resuming campaign %s from %s (%d rows recorded)", plan.campaign_id, checkpoint.uri, recorded
-            )
+        restore_checkpoint(self.log, checkpoint, state, plan)
         pacer = self._pace()
-        templates = self._templates(plan, rows, state)
-        self._validate(plan, rows, keys, state, templates)
+        try:
+            reconcile_with_service(self.hook, self.log, plan, state)
+        except DocsignAuthError as err:  # a refused key: no retry can help
+            raise fail_now(err) from err
+        templates = read_templates(self.hook, plan, rows, state)
+        validate_rows(self.log, self.max_invalid, plan, read, keys, state, templates)
         max_failures = self.max_failures if self.max_failures is not None else default_max_failures(len(rows))
         runner = CampaignRunner(
             hook=self.hook,
@@ -254,10 +326,11 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
             pacer=pacer,
             max_in_flight=self.max_in_flight,
             max_failures=max_failures,
-            settle=float(self.hook.settings.timeout[1]),
+            settle=settle,
             log=self.log,
             progress_every=self.progress_every,
             progress_seconds=self.progress_seconds,
+            owner=lease,
         )
         self.log.info(
             "Campaign %s: %d rows (%s), up to %d requests in flight, result table %s",
@@ -290,13 +363,17 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
             "campaign_id": plan.campaign_id,
             "rows": len(rows),
             "counts": state.counts(),
+            "adopted": speed.adopted,
+            "amended": sum(1 for r in state.rows if r.note),
             "result_table": uri,
             "format": fmt,
             "checkpoint": checkpoint.uri,
             "requests": speed.requests,
             "answered_429": pacer.throttled,
             "envelopes_per_minute": round(speed.per_minute, 1),
-            "limit_bound_per_minute": round(speed.limit_bound, 1) if speed.limit_bound else None,
+            "limit_bound_per_minute": round(speed.limit_bound, 1)
+            if speed.limit_bound and speed.whole_windows
+            else None,
         }
         self.attach_asset_extra(
             context,
@@ -322,80 +399,21 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
             distribute=self.distribute,
             expiration_period=self.expiration_period,
             reminders=self.reminders,
+            files_root=self.files_root,
+            files_conn_id=self.files_conn_id,
         )
 
-    def _read_rows(self) -> list[dict[str, Any]]:
+    def _read_rows(self) -> SourceRows:
         if isinstance(self.rows, list | tuple):
-            bad = [i for i, row in enumerate(self.rows) if not isinstance(row, Mapping)]
-            if bad:
-                raise BulkConfigError(
-                    f"rows must be objects; row #{bad[0]} is a {type(self.rows[bad[0]]).__name__}"
-                )
-            return [dict(row) for row in self.rows]
+            return SourceRows.of_list(self.rows)
         source = resolve_path(self.rows, "rows")
         fmt = format_of(source, self.input_format, INPUT_FORMATS, "input")
-        return read_rows(source, fmt)
+        return read_campaign_rows(source, fmt)
 
     def _pace(self) -> SharedPacer:
         """One pacer for every request of this task (the hook's ``before_request``/``after_response``)."""
         pacer: SharedPacer = install_pacer(self.hook, self.reserve_fraction, self.log)
         return pacer
-
-    def _templates(
-        self, plan: CampaignPlan, rows: Sequence[Mapping[str, Any]], state: CampaignState
-    ) -> dict[str, Any]:
-        """Read each template the rows still to send use, once (a missing one is each row's problem)."""
-        wanted = {
-            plan.template_id_of(row)
-            for row, rs in zip(rows, state.rows, strict=True)
-            if rs.state not in (SENT, CREATED)
-        }
-        templates: dict[str, Any] = {}
-        for template_id in sorted(t for t in wanted if t):
-            try:
-                templates[template_id] = self.hook.get_template(template_id)
-            except DocsignAuthError as err:
-                raise fail_now(err) from err
-            except (DocsignNotFoundError, DocsignValidationError) as err:
-                templates[template_id] = f"cannot be used ({err})"
-            except PERMANENT_ERRORS as err:
-                templates[template_id] = f"cannot be read ({err})"
-        return templates
-
-    def _validate(
-        self,
-        plan: CampaignPlan,
-        rows: Sequence[Mapping[str, Any]],
-        keys: Sequence[tuple[str | None, list[str]]],
-        state: CampaignState,
-        templates: Mapping[str, Any],
-    ) -> None:
-        """Check every row not yet sent; mark the bad ones invalid; fail past ``max_invalid``."""
-        started = time.monotonic()
-        invalid: list[tuple[int, str | None, list[str]]] = []
-        for index, (row, (key, key_problems), rs) in enumerate(zip(rows, keys, state.rows, strict=True)):
-            if rs.state in (SENT, CREATED):
-                continue
-            problems = key_problems or plan.problems(row, key or "", templates)
-            if not problems:
-                continue
-            invalid.append((index, key, problems))
-            if rs.state == PENDING:
-                rs.state, rs.error = INVALID, "; ".join(problems)
-        self.log.info(
-            "Checked %d rows in %.1fs: %d invalid (max_invalid=%d)",
-            len(rows),
-            time.monotonic() - started,
-            len(invalid),
-            self.max_invalid,
-        )
-        if len(invalid) > self.max_invalid:
-            raise fail_now(
-                BulkConfigError(
-                    f"{len(invalid)} of {len(rows)} rows are invalid, more than "
-                    f"max_invalid={self.max_invalid}; nothing was sent:\n{first_problems(invalid)}"
-                )
-            )
 
     def _summary(
         self, plan: CampaignPlan, state: CampaignState, runner: CampaignRunner, pacer: Any, uri: str | None

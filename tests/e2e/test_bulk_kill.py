@@ -20,11 +20,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers import conn_json
+from helpers import conn_json, ctx
 from template_helpers import field
 
+from airflow_provider_docsign.bulk.lease import LeaseHeldError
 from airflow_provider_docsign.bulk.store import CHECKPOINT_SUFFIX
 from airflow_provider_docsign.hooks.docsign import DocsignHook
+from airflow_provider_docsign.operators.bulk import DocsignBulkSendOperator
 from airflow_provider_docsign.sandbox import SandboxServer
 
 pytestmark = pytest.mark.e2e
@@ -88,7 +90,7 @@ def start_worker(dag_file: Path, env: dict[str, str], log: Path) -> subprocess.P
 
 
 def test_sigkill_mid_campaign_then_rerun_sends_every_row_exactly_once(
-    tmp_path: Path, api_key: str, airflow_db: str
+    tmp_path: Path, api_key: str, airflow_db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS
 
@@ -165,16 +167,40 @@ def test_sigkill_mid_campaign_then_rerun_sends_every_row_exactly_once(
         assert before > sent_before
 
         sandbox.clear_faults()
+        # At once, the dead worker's lease is still fresh: a retry fails naming it, sending nothing.
+        uses_before = sum(1 for r in sandbox.requests() if r["path"] == "/envelope/use")
+        sandbox.clear_requests()
+        monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_DEFAULT", env["AIRFLOW_CONN_DOCSIGN_DEFAULT"])
+        early = DocsignBulkSendOperator(
+            task_id="send",
+            rows=str(source),
+            result_table=str(result),
+            campaign_id="killed-campaign",
+            template_id=template_id,
+            recipients=[{"placeholder": "Customer", "email": "{email}", "name": "{name}"}],
+            prefill_fields={"company": "{company}"},
+            title="Renewal for {name}",
+        )
+        with pytest.raises(LeaseHeldError, match=r"is being sent by another try \(bulk_kill\.send run"):
+            early.execute(ctx())
+        assert sandbox.requests() == []
+        # Once its heartbeat is older than two beats, the margin and the read timeout, a retry takes over.
+        (lease_file,) = result.parent.glob(".docsign-campaign-*.lease.json")
+        lease = json.loads(lease_file.read_text())
+        stale_at = lease["beat"] + lease["stale_after"]
+        assert lease["stale_after"] == 2 * 10 + 2 + 3  # two beats, the margin, the read timeout
+        time.sleep(max(0.0, min(stale_at - time.time() + 0.5, 60.0)))
         rerun = subprocess.run(
             [sys.executable, str(dag_file)], env=env, capture_output=True, timeout=600, check=False
         )
         output = (rerun.stdout + rerun.stderr).decode(errors="replace")
         assert rerun.returncode == 0, output[-3000:]
         assert api_key not in output
+        assert "Taking over the lease of campaign 'killed-campaign'" in output
 
         with DocsignHook(base_url=sandbox.base_url, api_key=api_key) as hook:
             counts = Counter(campaign_envelopes(hook))
-        uses = sum(1 for r in sandbox.requests() if r["path"] == "/envelope/use")
+        uses = uses_before + sum(1 for r in sandbox.requests() if r["path"] == "/envelope/use")
 
     expected = {f"killed-campaign({row['row_key']})" for row in rows}
     assert set(counts) == expected

@@ -111,8 +111,10 @@ def test_a_template_campaign_from_csv_sends_each_row_once_with_one_request(
     # Requests: the template read once, then exactly one POST /envelope/use per row.
     assert calls[("POST", "/envelope/use")] == 30
     assert calls[("GET", f"/envelope/{template_id}")] == 1
-    assert sum(calls.values()) == 31
-    assert result["requests"] == 31
+    assert calls[("GET", "/envelope")] == 1  # the campaign listed once at the service: nothing yet
+    assert sum(calls.values()) == 32
+    assert result["requests"] == 32
+    assert result["adopted"] == 0
     # XCom holds counts and URIs, never the ids.
     assert len(json.dumps(result)) < 1000
     assert (tmp_path / "out" / f"results.jsonl{CHECKPOINT_SUFFIX}").exists()
@@ -141,6 +143,7 @@ def test_a_pdf_campaign_from_xcom_rows_creates_and_distributes_with_two_requests
         campaign_id="pdf-campaign",
         title="Contract {id}",
         meta={"subject": "Please sign"},
+        files_root=str(pdfs[0].parent),
     )
     result = op.execute(ctx())
     calls = Counter((r["method"], r["path"]) for r in sandbox.requests())
@@ -198,7 +201,7 @@ def test_ten_invalid_rows_of_a_hundred_are_reported_and_never_sent(
         assert row["attempts"] == 0
         assert row["error"]
     assert "not-an-email" in table[bad[0]]["error"]
-    assert "repeats row" in table[bad[1]]["error"]
+    assert "repeats the key of rows[12]" in table[bad[1]]["error"]  # a list: its index
     assert uses == 90
     # Nothing at the sandbox for the invalid rows (the repeated key's first row was sent, once).
     counts = envelopes_by_external_id(hook, "invalid-10(")
@@ -226,21 +229,29 @@ def test_with_max_invalid_0_the_campaign_fails_before_any_envelope_is_sent(
         op.execute(ctx())
     message = str(info.value)
     assert "10 of 100 rows are invalid" in message
-    assert "row #3 ('C-0003')" in message
-    # The template was read to check the rows against it; nothing else was requested.
-    assert [(r["method"], r["path"]) for r in sandbox.requests()] == [("GET", f"/envelope/{template_id}")]
+    assert "rows[3] ('C-0003')" in message  # rows given as a list: the item's index
+    # The campaign was listed (nothing made yet) and the template read to check the rows against it.
+    assert [(r["method"], r["path"]) for r in sandbox.requests()] == [
+        ("GET", "/envelope"),
+        ("GET", f"/envelope/{template_id}"),
+    ]
     assert not (tmp_path / "results.jsonl").exists()
     assert not (tmp_path / f"results.jsonl{CHECKPOINT_SUFFIX}").exists()
 
     # PDF rows need no template: not a single request.
     pdf_rows = [{"row_key": "a", "files": [str(tmp_path / "missing.pdf")], "recipients": [signer()]}]
     op = DocsignBulkSendOperator(
-        task_id="bulk", rows=pdf_rows, result_table=str(tmp_path / "pdf.jsonl"), campaign_id="c", title="T"
+        task_id="bulk",
+        rows=pdf_rows,
+        result_table=str(tmp_path / "pdf.jsonl"),
+        campaign_id="c",
+        title="T",
+        files_root=str(tmp_path),
     )
     sandbox.clear_requests()
     with pytest.raises(AirflowFailException, match="does not exist"):
         op.execute(ctx())
-    assert sandbox.requests() == []
+    assert [(r["method"], r["path"]) for r in sandbox.requests()] == [("GET", "/envelope")]
 
 
 def test_a_lost_answer_is_looked_up_and_adopted_never_sent_twice(
@@ -260,7 +271,8 @@ def test_a_lost_answer_is_looked_up_and_adopted_never_sent_twice(
     assert sorted(counts.values()) == [1] * 12
     # The two dropped answers were committed: each row was looked up (GET /envelope?query=), not sent again.
     assert calls[("POST", "/envelope/use")] == 12
-    assert calls[("GET", "/envelope")] == 2
+    assert calls[("GET", "/envelope")] == 1 + 2  # the campaign's listing, then one look-up per lost answer
+    assert result["adopted"] == 2
 
 
 def test_the_pool_keeps_to_the_real_window_shape_without_a_429(
@@ -278,7 +290,7 @@ def test_the_pool_keeps_to_the_real_window_shape_without_a_429(
     assert result["counts"]["sent"] == 60
     assert 429 not in statuses
     assert result["answered_429"] == 0
-    assert len(statuses) == 61  # the template read and one use per row: no retries were needed
+    assert len(statuses) == 62  # the listing, the template read, one use per row: no retries were needed
 
 
 def test_a_429_pauses_the_pool_and_every_row_is_still_sent_once(

@@ -58,10 +58,10 @@ def test_jsonl_rows_name_the_bad_line(tmp_path: Path) -> None:
     path.write_text('{"row_key": 1}\n\n{"row_key": 2}\n')
     assert read_rows(path, "jsonl") == [{"row_key": 1}, {"row_key": 2}]
     path.write_text('{"row_key": 1}\n[1, 2]\n')
-    with pytest.raises(BulkConfigError, match="line 2 of the rows file is not a JSON object"):
+    with pytest.raises(BulkConfigError, match="line 2 of .*rows.jsonl: the line is a JSON list, not an object"):
         read_rows(path, "jsonl")
     path.write_text('{"row_key": 1}\n{oops\n')
-    with pytest.raises(BulkConfigError, match="line 2 of the rows file is not JSON"):
+    with pytest.raises(BulkConfigError, match="line 2 of .*rows.jsonl: the line is not JSON"):
         read_rows(path, "jsonl")
 
 
@@ -117,7 +117,7 @@ def test_keys_are_strings_or_integers_unique_in_the_campaign() -> None:
     keys = list(iter_keys(plan, rows))
     assert keys[0] == ("A", [])
     assert keys[1] == ("7", [])
-    assert keys[2] == ("A", ["row_key 'A' repeats row #0"])
+    assert keys[2] == ("A", ["row_key 'A' repeats the key of item 0"])
     assert keys[3][1] == ["row_key is missing; it must be a string or an integer"]
     assert keys[4][1] == ["row_key is a float; it must be a string or an integer"]
     assert "surrounding spaces" in keys[5][1][0]
@@ -194,12 +194,20 @@ def test_pdf_rows_are_checked_with_the_create_validator(tmp_path: Path) -> None:
         "height": 5,
     }
     plan = CampaignPlan(
-        campaign_id="c", title="T {row_key}", files=["{pdf}"], recipients=[{**signer, "fields": [field]}]
+        campaign_id="c",
+        title="T {row_key}",
+        files=["{pdf}"],
+        recipients=[{**signer, "fields": [field]}],
+        files_root=tmp_path,
     )
     good = {"row_key": "1", "email": "s@x.test", "pdf": str(pdf)}
     assert plan.problems(good, "1", {}) == []
     off_page = CampaignPlan(
-        campaign_id="c", title="T", files=["{pdf}"], recipients=[{**signer, "fields": [{**field, "page": 3}]}]
+        campaign_id="c",
+        title="T",
+        files=["{pdf}"],
+        recipients=[{**signer, "fields": [{**field, "page": 3}]}],
+        files_root=tmp_path,
     )
     assert any("page 3" in p for p in off_page.problems(good, "1", {}))
     missing = {**good, "pdf": str(tmp_path / "nope.pdf")}
@@ -291,13 +299,20 @@ def test_the_checkpoint_records_rows_in_flight_and_done_and_restores_them() -> N
     assert again.resumed_from == 123.0
 
 
-def test_a_checkpoint_of_another_campaign_or_other_rows_is_refused() -> None:
-    data = _state(["a", "b"]).to_bytes()
+def test_a_checkpoint_of_another_campaign_is_refused_and_amended_rows_are_matched_by_key() -> None:
+    before = _state(["a", "b"])
+    before.rows[0].state, before.rows[0].envelope_id = "sent", "envelope_a"
+    data = before.to_bytes()
     with pytest.raises(CheckpointError, match="belongs to campaign 'camp', not 'other'"):
         CampaignState("other", [RowState("a"), RowState("b")]).restore(data)
-    with pytest.raises(CheckpointError, match="the rows changed"):
-        _state(["b", "a"]).restore(data)
-    with pytest.raises(CheckpointError, match="cannot be read"):
+    amended = _state(["c", "b", "a"])  # reordered, one key added: an amended campaign resumes by key
+    assert amended.restore(data) == 1
+    assert [(r.key, r.state, r.envelope_id) for r in amended.rows] == [
+        ("c", "pending", None),
+        ("b", "pending", None),
+        ("a", "sent", "envelope_a"),
+    ]
+    with pytest.raises(CheckpointError, match="not JSON"):
         _state(["a"]).restore(b"{not json")
     with pytest.raises(CheckpointError, match="unknown version"):
         _state(["a"]).restore(b'{"version": 99}')
@@ -355,4 +370,4 @@ def test_the_summary_table_names_the_first_bad_rows() -> None:
     assert "invalid '1': problem of 1" in text
     assert "more detail" not in text
     assert "... and 2 more (see the result table)" in text
-    assert first_problems([(3, "k", ["a", "b", "c", "d"])]) == "  - row #3 ('k'): a; b; c ..."
+    assert first_problems([("line 5", "k", ["a", "b", "c", "d"])]) == "  - line 5 ('k'): a; b; c ..."

@@ -102,7 +102,14 @@ def test_the_operator_is_checked_when_the_dag_is_parsed_and_looks_nothing_up(
     assert "hook" not in op.__dict__
     assert [a.uri for a in op.outlets] == ["s3://b/results.jsonl"]
     assert op.campaign_id == "{{ dag.dag_id }}-{{ run_id }}"
-    assert set(op.template_fields) == {"rows", "result_table", "campaign_id", "template_id", "folder_id"}
+    assert set(op.template_fields) == {
+        "rows",
+        "result_table",
+        "campaign_id",
+        "template_id",
+        "folder_id",
+        "files_root",
+    }
     for bad, match in (
         ({"max_in_flight": 17}, "max_in_flight must be 1-16"),
         ({"max_in_flight": 0}, "max_in_flight must be 1-16"),

@@ -1,0 +1,93 @@
+"""Shared by the bulk send's hostile modules: a template, rows, a CSV and counts at the sandbox."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from template_helpers import field
+
+from airflow_provider_docsign.hooks.docsign import DocsignHook
+from airflow_provider_docsign.operators.bulk import DocsignBulkSendOperator
+from airflow_provider_docsign.sandbox import SandboxServer
+
+
+def make_template(hook: DocsignHook, pdf: Path) -> str:
+    """A one-signer template: a ``company`` text field to prefill and a signature."""
+    return hook.create_template(
+        title="Hostile template",
+        files=[pdf],
+        recipients=[
+            {
+                "email": "customer@placeholder.test",
+                "name": "Customer",
+                "role": "SIGNER",
+                "fields": [field("TEXT", 1, 10, "company"), field("SIGNATURE", 1, 80)],
+            }
+        ],
+    )
+
+
+def customers(count: int, prefix: str = "C") -> list[dict[str, Any]]:
+    """``count`` valid rows with keys ``<prefix>-0000``..."""
+    return [
+        {
+            "row_key": f"{prefix}-{i:04d}",
+            "email": f"c{i}@example.test",
+            "name": f"Customer {i}",
+            "company": f"Co {i}",
+        }
+        for i in range(count)
+    ]
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
+    """The rows as a CSV file (header from the first row)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def read_table(path: Path) -> list[dict[str, Any]]:
+    """A JSON Lines result table."""
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+
+
+def operator(template_id: str, rows: Any, result: Path | str, **kwargs: Any) -> DocsignBulkSendOperator:
+    """The guide's template campaign."""
+    kwargs.setdefault("campaign_id", "hostile")
+    kwargs.setdefault("task_id", "bulk")
+    return DocsignBulkSendOperator(
+        rows=rows,
+        result_table=str(result),
+        template_id=template_id,
+        recipients=[{"placeholder": "Customer", "email": "{email}", "name": "{name}"}],
+        prefill_fields={"company": "{company}"},
+        title="Renewal for {name}",
+        **kwargs,
+    )
+
+
+def campaign_counts(hook: DocsignHook, campaign_id: str, folder_id: str | None = None) -> Counter[str]:
+    """Envelopes per externalId of the campaign, counted at the sandbox (exact prefix match)."""
+    prefix = f"{campaign_id}("
+    return Counter(
+        e.external_id or ""
+        for e in hook.find_envelopes(query=prefix, folder_id=folder_id)
+        if (e.external_id or "").startswith(prefix)
+    )
+
+
+def writes(sandbox: SandboxServer) -> list[tuple[str, str]]:
+    """Every write request the sandbox received since it was last cleared."""
+    return [
+        (r["method"], r["path"])
+        for r in sandbox.requests()
+        if r["method"] in ("POST", "PATCH", "PUT", "DELETE")
+    ]
