@@ -17,7 +17,8 @@ pyHanko costs unbounded, i.e. before issue 22). Target: the process's peak RSS s
 for every input, and none crashes (each is reported unreadable or failing).
 
 The hostile PDFs are made in ``_verify_hostile.py``; ``--evidence`` (issue 31, its own table) is
-``_verify_evidence.py``.
+``_verify_evidence.py``; ``--campaign`` (issue 37, its own table: ``docsign verify`` on a 500-envelope
+campaign folder against ``sha256sum`` of the same files) is ``_verify_campaign.py``.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from _common import (
     temp_dir,
     write_result,
 )
+from _verify_campaign import measure_campaign
 from _verify_evidence import measure_evidence
 from _verify_hostile import HOSTILE, hostile_child, make_hostile
 
@@ -328,5 +330,7 @@ if __name__ == "__main__":
         print(json.dumps(hostile_child(json.loads(sys.argv[2]))))
     elif len(sys.argv) == 2 and sys.argv[1] == "--evidence":
         measure_evidence()  # its own table, "verify_timestamp" in bench/run_all.py
+    elif len(sys.argv) == 2 and sys.argv[1] == "--campaign":
+        measure_campaign()  # its own table, "verify_campaign"
     else:
         main()

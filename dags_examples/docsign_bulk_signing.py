@@ -16,11 +16,14 @@ What this DAG shows:
   per row from the template, one request each, exactly once even if the task is retried or its worker
   killed, and writes a result table beside the rows (``row_key``, ``external_id``, ``envelope_id``,
   ``status``, ``error``, ``attempts``, ``sent_at``). Its XCom holds counts and the table's URI;
-* ``wait_for_signatures`` is one deferrable sensor on the result table: it waits for every sent
-  envelope in the triggerer, 20 per request per poll, with no worker slot held while people sign
-  (on Airflow 3, the webhook trigger of ``docsign_archive_on_completion`` can replace polling);
+* ``wait_for_signatures`` is one deferrable sensor on the result table: it waits until every sent
+  envelope has ended (signed, rejected, cancelled, or its link expired) in the triggerer, 20 per
+  request per poll, with no worker slot held while people sign, and succeeds unless more than
+  ``max_unsigned`` ended unsigned (``$DOCSIGN_EXAMPLE_MAX_UNSIGNED``, default 10 %). It writes
+  ``results.jsonl.outcome.jsonl`` beside the result table: each envelope's final status and reason;
 * ``archive`` (:class:`DocsignBatchArchiveOperator`) archives every signed envelope in one task, one
-  folder and one ``manifest.json`` each, and skips those already archived if it runs again;
+  folder and one ``manifest.json`` each, skips the unsigned ones (``on_unsigned="skip"``, listed in its
+  XCom) and those already archived if it runs again;
 * ``report`` writes ``report.json`` beside the result table: the counts of the send and the archive.
 
 Configuration: the ``docsign_default`` connection, the params ``customers``, ``work_dir`` and
@@ -58,6 +61,11 @@ WORK_DIR = os.environ.get("DOCSIGN_EXAMPLE_WORK_DIR") or os.path.join(
     tempfile.gettempdir(), "docsign-examples"
 )
 POKE_INTERVAL = float(os.environ.get("DOCSIGN_EXAMPLE_POKE_INTERVAL", "60"))
+# How many envelopes of the campaign may end unsigned (rejected, cancelled, an expired link) before the
+# wait fails: a count ("10") or a fraction of the campaign ("0.1"). In a campaign of thousands a few
+# rejections are certain; the signed ones are archived all the same.
+_MAX_UNSIGNED = os.environ.get("DOCSIGN_EXAMPLE_MAX_UNSIGNED", "0.1")
+MAX_UNSIGNED: int | float = float(_MAX_UNSIGNED) if "." in _MAX_UNSIGNED else int(_MAX_UNSIGNED)
 TEMPLATE_TITLE = "Contract renewal"
 
 DEFAULT_CUSTOMERS = [
@@ -182,12 +190,14 @@ with DAG(
         deferrable=True,
         poke_interval=POKE_INTERVAL,
         timeout=timedelta(days=30),
+        max_unsigned=MAX_UNSIGNED,  # every envelope ends (signed, rejected, expired); then the verdict
     )
 
     archive = DocsignBatchArchiveOperator(
         task_id="archive",
         result_table=selection["result_table"],
         destination="{{ params.archive_dir }}",
+        on_unsigned="skip",  # the rejected and expired ones are listed in the XCom, not archived
     )
 
     @task

@@ -20,6 +20,8 @@ Then the folders themselves are checked (:mod:`._audit_folders`): every PDF in t
 folder (and in the folders of its files) must be listed by a manifest *being audited*, and every
 other ``.json`` there is reported, since a second manifest beside the first could otherwise vouch for
 an injected PDF. Envelopes that share a folder are audited together, by giving every manifest.
+A campaign's archive (one folder per envelope) is walked and audited envelope by envelope in
+:mod:`.audit_campaign`, through :func:`audit_manifests_each`.
 
 The lasting evidence (:mod:`.verify_evidence`) is audited with the manifest: the timestamp token
 beside it (``manifest.json.tsr``) and the long-term validation copies (``NAME.ltv.pdf``) its entries
@@ -35,12 +37,12 @@ from __future__ import annotations
 
 import json
 import posixpath
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_docsign._sources import NotARegularFileError, is_local_path
+from airflow_provider_docsign._sources import NotARegularFileError, OutsideFolderError, is_local_path
 from airflow_provider_docsign.archive import audit_evidence as evidence
 from airflow_provider_docsign.archive.audit_folders import findings
 from airflow_provider_docsign.archive.audit_pdfs import (
@@ -73,6 +75,7 @@ __all__ = [
     "audit_file",
     "audit_manifest",
     "audit_manifests",
+    "audit_manifests_each",
     "relative_path",
     "to_path",
 ]
@@ -135,15 +138,19 @@ def audit_file(
     return Outcome(uri, report, report.problems)
 
 
-def _read_manifest(path: Any, uri: str) -> dict[str, Any]:
+def _read_manifest(path: Any, uri: str, inside: Any = None) -> dict[str, Any]:
     try:
-        with _open(path) as stream:
+        with _open(path, inside) as stream:
             raw = stream.read(_MAX_MANIFEST_BYTES + 1)
         if len(raw) > _MAX_MANIFEST_BYTES:
             raise UnusableInput(f"manifest {uri} is larger than {_MAX_MANIFEST_BYTES} bytes")
         manifest = json.loads(raw)
     except NotARegularFileError as err:
         raise UnusableInput(f"manifest {uri}: it is {err.kind}, not a regular file; it was not read") from err
+    except OutsideFolderError as err:
+        raise UnusableInput(
+            f"manifest {uri}: a symbolic link leading outside {err.folder} (to {err.target}); it was not read"
+        ) from err
     except (OSError, ValueError, RecursionError) as err:
         raise UnusableInput(f"manifest {uri}: {type(err).__name__}: {err}") from err
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), list):
@@ -237,10 +244,14 @@ def _audit_one(
     conn_id: str | None,
     by_uri: bool,
     options: evidence.EvidenceOptions,
+    inside: Any = None,
 ) -> _Audited:
-    """Audit every entry of one manifest, each on its own, then its lasting evidence."""
+    """Audit every entry of one manifest, each on its own, then its lasting evidence.
+
+    :param inside: A local folder the manifest itself must lie in once its links are resolved.
+    """
     manifest_path = to_path(uri, conn_id)
-    manifest = _read_manifest(manifest_path, uri)
+    manifest = _read_manifest(manifest_path, uri, inside)
     folder = manifest_path.parent
     local = is_local_path(manifest_path)
     audited = _Audited(uri, manifest_path, [], set())
@@ -345,15 +356,16 @@ def _shown(manifest_uri: str, path: Any, relative: str) -> str:
     return f"{manifest_uri.rsplit('/', 1)[0]}/{relative}"
 
 
-def _folder_checks(audited: Sequence[_Audited]) -> list[Outcome]:
+def _folder_checks(audited: Sequence[_Audited]) -> list[tuple[str, Outcome]]:
     """Every PDF in the audited folders must be listed, and no other ``.json`` may lie there.
 
     See :func:`._audit_folders.findings`: a file beside the manifests that lists a PDF (an extra
-    ``.json``) vouches for nothing; it is reported itself.
+    ``.json``) vouches for nothing; it is reported itself. Each comes with the URI of the manifest
+    whose folder it was found in.
     """
     found = findings([(one.uri, one.path, one.listed) for one in audited])
     return [
-        Outcome(_shown(uri, path, relative), problems=[problem], lookup=LOOKUP_RELATIVE_PATH)
+        (uri, Outcome(_shown(uri, path, relative), problems=[problem], lookup=LOOKUP_RELATIVE_PATH))
         for uri, path, relative, problem in found
     ]
 
@@ -385,8 +397,47 @@ def audit_manifests(
     audited = [_audit_one(uri, trust, conn_id=conn_id, by_uri=by_uri, options=options) for uri in uris]
     outcomes = [outcome for one in audited for outcome in one.outcomes]
     if not by_uri:
-        outcomes.extend(_folder_checks(audited))
+        outcomes.extend(outcome for _, outcome in _folder_checks(audited))
     return outcomes
+
+
+def audit_manifests_each(
+    uris: Iterable[str],
+    trust: TrustPolicy | None,
+    *,
+    conn_id: str | None = None,
+    by_uri: bool = False,
+    options: evidence.EvidenceOptions | None = None,
+    within: Mapping[str, Any] | None = None,
+) -> list[tuple[str, list[Any], str | None]]:
+    """Audit manifests together, as :func:`audit_manifests`, with the outcomes of each apart.
+
+    For a campaign's archive (:mod:`.audit_campaign`): a manifest that cannot be read (not a regular
+    file, not JSON, not a manifest) does not stop the others; it is one failing outcome of its own.
+    What the folder checks find goes to the manifest whose folder it lies in.
+
+    :param uris: The manifests' paths or URIs (a repeated one is audited once).
+    :param within: By manifest URI, a local folder the manifest must lie in once its links are
+        resolved (a manifest not named there may lie anywhere).
+    :return: ``(manifest URI, its outcomes, why it could not be read)`` per manifest, in the order
+        given; the reason is ``None`` for a manifest that was read (its outcomes may still fail).
+    """
+    options = options or evidence.EvidenceOptions()
+    results: dict[str, tuple[list[Any], str | None]] = {}
+    audited: list[_Audited] = []
+    for uri in dict.fromkeys(uris):
+        try:
+            inside = (within or {}).get(uri)
+            one = _audit_one(uri, trust, conn_id=conn_id, by_uri=by_uri, options=options, inside=inside)
+        except UnusableInput as err:
+            results[uri] = ([], str(err))
+            continue
+        audited.append(one)
+        results[uri] = (one.outcomes, None)
+    if not by_uri:
+        for uri, outcome in _folder_checks(audited):
+            results[uri][0].append(outcome)
+    return [(uri, outcomes, error) for uri, (outcomes, error) in results.items()]
 
 
 def audit_manifest(

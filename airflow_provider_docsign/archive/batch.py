@@ -22,9 +22,13 @@ if TYPE_CHECKING:
     from airflow_provider_docsign.archive.store import Store
     from airflow_provider_docsign.service.models import Envelope
 
-__all__ = ["BatchOutcome", "existing_manifest"]
+__all__ = ["MAX_LISTED_UNSIGNED", "BatchOutcome", "existing_manifest", "unsigned_entry"]
 
 _MAX_MANIFEST_BYTES = 16 * 1024 * 1024
+#: At most this many not-signed envelopes are listed in the XCom (``not_signed`` counts them all; the
+#: task's log names every one).
+MAX_LISTED_UNSIGNED = 1000
+_MAX_REASON = 500
 
 
 def existing_manifest(archiver: EnvelopeArchiver, envelope: Envelope, store: Store) -> dict[str, Any] | None:
@@ -80,11 +84,31 @@ def existing_manifest(archiver: EnvelopeArchiver, envelope: Envelope, store: Sto
     return dict(manifest)
 
 
+def unsigned_entry(envelope: Envelope) -> dict[str, Any]:
+    """What the XCom and the log say of an envelope that is not archived because it is not COMPLETED.
+
+    :param envelope: The envelope as just read (REJECTED, CANCELLED, PENDING or DRAFT).
+    :return: ``{"envelope_id", "status", "reason"}``; ``reason`` joins the recipients' rejection
+        reasons (``None`` when no recipient gave one), each cut to 500 characters.
+    """
+    reasons = [
+        f"recipient {r.id}: {' '.join(r.rejection_reason.split())[:_MAX_REASON]}"
+        for r in envelope.recipients
+        if r.rejection_reason
+    ]
+    return {
+        "envelope_id": envelope.id,
+        "status": str(envelope.status) if envelope.status is not None else None,
+        "reason": "; ".join(reasons) or None,
+    }
+
+
 @dataclass
 class BatchOutcome:
     """What a batch archive did, envelope by envelope (counts and the first failures, for XCom).
 
     :param destination: The destination's URI.
+    :param found: Envelopes the service returned (an id it left out is not found).
     """
 
     destination: str
@@ -93,6 +117,13 @@ class BatchOutcome:
     not_signed: int = 0
     failures: list[dict[str, Any]] = field(default_factory=list)
     retryable: int = 0
+    unsigned: list[dict[str, Any]] = field(default_factory=list)
+    found: int = 0
+
+    @property
+    def done(self) -> int:
+        """Envelopes dealt with so far, whatever happened to them."""
+        return self.archived + self.skipped + self.not_signed + self.failed
 
     @property
     def failed(self) -> int:
@@ -104,8 +135,17 @@ class BatchOutcome:
         self.failures.append({"envelope_id": envelope_id, "error": str(error).splitlines()[0][:500]})
         self.retryable += int(retryable)
 
+    def skip_unsigned(self, entry: dict[str, Any]) -> None:
+        """Record an envelope left out because it is not COMPLETED (``on_unsigned="skip"``).
+
+        :param entry: Its :func:`unsigned_entry`.
+        """
+        self.not_signed += 1
+        if len(self.unsigned) < MAX_LISTED_UNSIGNED:
+            self.unsigned.append(entry)
+
     def to_xcom(self, total: int, *, examples: int = 20) -> dict[str, Any]:
-        """Counts and the first failures: never one entry per envelope."""
+        """Counts, the first failures and the envelopes left out as not signed (the first 1,000)."""
         return {
             "destination": self.destination,
             "envelopes": total,
@@ -114,4 +154,5 @@ class BatchOutcome:
             "not_signed": self.not_signed,
             "failed": self.failed,
             "failures": self.failures[:examples],
+            "not_signed_envelopes": list(self.unsigned),
         }

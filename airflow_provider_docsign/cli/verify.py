@@ -1,4 +1,4 @@
-"""``docsign verify``: verify PDF signatures, or re-audit an archive from its manifest.
+"""``docsign verify``: verify PDF signatures, or re-audit an archive from its manifest (or a campaign's).
 
 The checks live in :mod:`airflow_provider_docsign.archive.auditor` (no printing); this module prints one
 line per file (one per signature for a signed PDF) and chooses the exit status: 0 every file passes,
@@ -7,6 +7,11 @@ malformed entry), 2 a file cannot be read at all (missing on the command line, n
 not a PDF, a PDF that cannot be parsed) or the input is unusable (a manifest, a trust certificate, a
 fingerprint). Every file is reported, whatever happened to the others: a file that cannot be read is
 one ``docsign verify: error: FILE: reason`` line on stderr, the others are the result on stdout.
+
+A campaign's archive (a folder of envelope folders, or several manifests) is audited envelope by
+envelope (:mod:`airflow_provider_docsign.archive.audit_campaign`): one ``PASS`` or ``FAIL`` line per
+envelope, the failing files' lines under a failing one, and one summary line at the end; exit status
+0 every envelope passes, 1 one fails (its manifest missing or unreadable included), 2 a usage error.
 
 Local files are audited without importing Airflow; it is loaded only for an object-storage URI
 (``s3://``...). With ``--json`` stdout carries the JSON document only (unreadable files included):
@@ -33,11 +38,16 @@ from airflow_provider_docsign.cli._common import (
     CliError,
     one_line,
 )
+from airflow_provider_docsign.cli._verify_output import lines, report_unreadable
+
+__all__ = ["lines", "main", "register", "run"]
 
 _EPILOG = """examples:
   docsign verify archive/env_123/01-contract.pdf
   docsign verify --trust sealing.pem archive/env_123/01-contract.pdf
   docsign verify --manifest copy-of-archive/env_123/manifest.json
+  docsign verify --manifest archive/renewals-2027/          # a campaign: every manifest.json below
+  docsign verify --manifest archive/*/manifest.json         # or many manifests
   docsign verify --manifest s3://bucket/contracts/env_123/manifest.json --conn-id aws_archive --by-uri
   docsign verify --json archive/env_123/01-contract.pdf
   docsign verify --manifest archive/env_123/manifest.json --tsa-cert tsa.pem --require-timestamp
@@ -48,7 +58,12 @@ archive is audited as it is; --by-uri checks the URIs the manifest records inste
 a manifest (manifest.json.tsr) and the long-term validation copies it lists (NAME.ltv.pdf) are
 checked too; a .ltv.pdf given as a file is checked as of its document timestamp.
 
-exit status: 0 every file passes, 1 a file failed, 2 a file could not be read or the input is unusable."""
+--manifest takes every path up to the next option. A folder is searched for every manifest.json in
+it (8 levels deep, links not followed): a campaign's archive, audited envelope by envelope, with one
+line per envelope and a summary line. A .pdf among the paths is checked as a file.
+
+exit status: 0 every file passes, 1 a file failed, 2 a file could not be read or the input is unusable
+(for a campaign: 0 every envelope passes, 1 an envelope failed, 2 a usage error)."""
 
 
 def register(subparsers: Any) -> None:
@@ -65,10 +80,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--manifest",
-        action="append",
+        action="extend",
+        nargs="+",
         default=[],
         metavar="URI",
-        help="an archive's manifest.json: check the files beside it (repeatable)",
+        help="archive manifest(s), or a campaign's folder to search for every manifest.json (repeatable)",
     )
     parser.add_argument(
         "--by-uri",
@@ -115,32 +131,6 @@ def register(subparsers: Any) -> None:
     # Also accepted after the subcommand (python -m airflow_provider_docsign.verify --debug ...).
     parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
-
-
-def _yes(value: bool | None) -> str:
-    return "-" if value is None else ("yes" if value else "NO")
-
-
-def lines(outcome: Any) -> list[str]:
-    """The human-readable lines of one file: one per signature, then its problems."""
-    if hasattr(outcome, "lines"):  # a timestamp token or a long-term validation copy
-        return list(outcome.lines(one_line))
-    status = outcome.status
-    report = outcome.report
-    name = one_line(outcome.file)
-    if report is None or not report.signed:
-        reason = "; ".join(outcome.problems) or "no digital signature (not required)"
-        return [f"{status}  {name}  {one_line(reason)}"]
-    out = []
-    for check in report.signatures:
-        signer = check.signer.common_name or check.signer.subject if check.signer else "?"
-        out.append(
-            f"{status}  {name}  signer={signer!r}  signed_at={check.signing_time or '-'}  "
-            f"intact={_yes(check.intact)}  valid={_yes(check.valid)}  "
-            f"coverage={check.coverage}/{check.modification_level}  trusted={_yes(check.trusted)}"
-        )
-    out.extend(f"      {one_line(problem)}" for problem in outcome.problems)
-    return out
 
 
 def _quiet_pyhanko_to_stderr() -> None:
@@ -201,6 +191,30 @@ def _evidence_options(args: argparse.Namespace, verify: Any) -> Any:
     return EvidenceOptions(tsa_trust=tsa_trust, require_timestamp=args.require_timestamp, at=at)
 
 
+def _inputs(args: argparse.Namespace, verify: Any) -> tuple[list[str], list[str], list[str]]:
+    """The PDFs, the manifests and the campaign folders among the arguments.
+
+    A ``.pdf`` after ``--manifest`` is a file to verify (``--manifest m.json x.pdf`` always meant
+    that); a local folder is a campaign's archive, searched for every ``manifest.json``.
+    """
+    files, manifests, folders = list(args.files), [], []
+    for value in args.manifest:
+        if value.lower().endswith(".pdf"):
+            files.append(value)
+        elif verify.is_remote(value):
+            if value.endswith("/"):
+                raise CliError(
+                    f"--manifest {value}: a folder on object storage is not searched; give its manifests "
+                    "(--manifest URI URI ...), or audit a local copy of the folder"
+                )
+            manifests.append(value)
+        elif verify.to_path(value).is_dir():
+            folders.append(value)
+        else:
+            manifests.append(value)
+    return files, manifests, folders
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the subcommand; returns the exit status."""
     if not args.files and not args.manifest:
@@ -211,6 +225,7 @@ def run(args: argparse.Namespace) -> int:
     from airflow_provider_docsign.evidence.signatures import TrustPolicy
 
     label = getattr(args, "label", "docsign verify")
+    files, manifests, folders = _inputs(args, verify)
     # Nothing but the result reaches stdout: Airflow's import-time logging, a stray print or a warning
     # during the audit goes to stderr.
     with contextlib.redirect_stdout(sys.stderr):
@@ -224,17 +239,25 @@ def run(args: argparse.Namespace) -> int:
         except (OSError, ValueError) as err:
             raise CliError(f"trust policy: {type(err).__name__}: {err}") from err
         options = _evidence_options(args, verify)
-        try:
-            outcomes = verify.audit(
-                args.files, args.manifest, trust, conn_id=args.conn_id, by_uri=args.by_uri, options=options
-            )
-        except verify.UnusableInput as err:
-            raise CliError(str(err)) from err
+        if folders or len(dict.fromkeys(manifests)) > 1:
+            from airflow_provider_docsign.cli import _verify_campaign as campaign
+
+            audited = campaign.audit(args, files, manifests, folders, trust, options)
+        else:
+            audited = None
+            try:
+                outcomes = verify.audit(
+                    files, manifests, trust, conn_id=args.conn_id, by_uri=args.by_uri, options=options
+                )
+            except verify.UnusableInput as err:
+                raise CliError(str(err)) from err
+    if audited is not None:
+        return campaign.report(args, label, audited)
     unreadable = [o for o in outcomes if o.unreadable]
     if args.json:
         print(json.dumps([o.to_dict() for o in outcomes], indent=2))
     else:
-        for manifest in args.manifest:
+        for manifest in manifests:
             how = (
                 "the URIs it records (--by-uri)"
                 if args.by_uri
@@ -246,9 +269,7 @@ def run(args: argparse.Namespace) -> int:
         for outcome in outcomes:
             if not outcome.unreadable:
                 print("\n".join(lines(outcome)))
-    for outcome in unreadable:  # the command could not do its job for these: errors, on stderr
-        reason = "; ".join(outcome.problems)
-        print(f"{label}: error: {one_line(outcome.file)}: {one_line(reason)}", file=sys.stderr)
+    report_unreadable(label, unreadable)
     failed = [o.file for o in outcomes if o.problems and not o.unreadable]
     if len(outcomes) > 1 and (unreadable or failed):
         parts = []

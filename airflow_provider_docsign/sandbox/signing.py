@@ -7,19 +7,51 @@ recipient has rejected, the sealing job (:mod:`.seal_job`) is scheduled and flip
 from __future__ import annotations
 
 from .errors import app_error
-from .expiry import expired_error, is_expired, require_pending
+from .expiry import expire, expired_error, is_expired, require_pending
 from .ids import iso
 from .seal_job import maybe_seal
 from .state import SandboxState
 from .store import Obj
 
+#: ``--auto-sign-after`` personas: an unsigned recipient whose e-mail's local part starts with one of
+#: these does that instead of signing (``reject.ada@example.test`` rejects), so that a demo or a test
+#: campaign can hold rejections and expired links without driving each envelope by hand.
+PERSONAS = ("reject", "expire", "ignore")
+AUTO_REJECTION_REASON = "Declined (sandbox auto-sign persona)"
+
+
+def persona_of(email: str) -> str | None:
+    """The auto-sign persona an e-mail address asks for (``reject``, ``expire``, ``ignore``), if any."""
+    local = email.split("@", 1)[0].lower()
+    return next((p for p in PERSONAS if local.startswith(p)), None)
+
 
 def auto_sign(state: SandboxState, envelope_id: str) -> None:
-    """The ``--auto-sign-after`` job: every unsigned recipient signs (if still PENDING)."""
+    """The ``--auto-sign-after`` job: every unsigned recipient signs (if still PENDING).
+
+    A recipient with a persona e-mail does what it says instead: ``reject...@`` rejects (the envelope
+    becomes REJECTED), ``expire...@`` lets its link expire (the envelope stays PENDING, as on the real
+    service), ``ignore...@`` never acts. Then the others sign, when nobody rejected.
+    """
     env = state.store.get("envelope", envelope_id)
     if env is None or env["status"] != "PENDING":
         return
-    sign(state, envelope_id, None)
+    unsigned = [
+        r
+        for r in state.store.recipients_of(envelope_id)
+        if r["role"] != "CC" and r["signingStatus"] == "NOT_SIGNED"
+    ]
+    acting = {r["id"]: persona_of(str(r["email"])) for r in unsigned}
+    for rec in unsigned:
+        if acting[rec["id"]] == "reject":
+            reject(state, envelope_id, rec["id"], AUTO_REJECTION_REASON, path="sandbox.autoSign")
+            return
+    for rec in unsigned:
+        if acting[rec["id"]] == "expire":
+            expire(state, envelope_id, rec["id"])
+    for rec in unsigned:
+        if acting[rec["id"]] is None:
+            sign(state, envelope_id, rec["id"])
 
 
 def _field_value(fld: Obj, rec: Obj) -> str:

@@ -48,8 +48,9 @@ __all__ = [
 
 Outcome = Literal["success", "failure", "waiting"]
 
-#: Every ``status`` a :class:`~airflow_provider_docsign.triggers.DocsignEnvelopeTrigger` event can have.
-EVENT_STATUSES = ("success", "failure", "timeout", "error")
+#: Every ``status`` a :class:`~airflow_provider_docsign.triggers.DocsignEnvelopeTrigger` event can have
+#: (``settled``: a batch wait's envelopes are all settled; see :mod:`._batch`).
+EVENT_STATUSES = ("success", "failure", "timeout", "error", "settled")
 
 #: What a wait does when a recipient's signing link has expired: ``fail`` at once, or keep ``wait``-ing.
 ON_EXPIRED = ("fail", "wait")

@@ -18,6 +18,8 @@ from airflow_provider_docsign._compat import (
     conf,
 )
 from airflow_provider_docsign.exceptions import DocsignRecipientExpiredError
+from airflow_provider_docsign.sensors._batch import parse_grace, parse_max_unsigned
+from airflow_provider_docsign.sensors._batch_wait import BatchWaitMixin
 from airflow_provider_docsign.sensors._evaluate import (
     EVENT_STATUSES,
     ON_EXPIRED,
@@ -50,7 +52,7 @@ class RecipientExpiredFailure(DocsignRecipientExpiredError, AirflowFailException
     """
 
 
-class DocsignEnvelopeSensor(BaseSensorOperator):
+class DocsignEnvelopeSensor(BatchWaitMixin, BaseSensorOperator):
     """Wait until one or many envelopes reach ``target_status`` (by default ``COMPLETED``).
 
     Each poll reads all the envelopes in batches of 20 (``POST /envelope/get-many``), so waiting on N
@@ -72,6 +74,17 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
       envelope and recipient (id, role, masked e-mail, when it expired) and how to renew the link
       (:class:`~airflow_provider_docsign.operators.DocsignRemindRecipientsOperator`).
       ``on_expired="wait"`` keeps waiting, for teams whose escalation DAG renews links.
+    - **A batch wait** (``result_table``, or ``envelope_ids`` with ``max_unsigned``) fails at no single
+      envelope: it polls until every envelope is *settled* (reached ``target_status``, REJECTED,
+      CANCELLED, DELETED, or EXPIRED: an expired link older than ``expired_grace``), reading only the
+      ones still open when it can (see :mod:`airflow_provider_docsign.sensors._batch_wait`), then
+      succeeds unless more than ``max_unsigned`` did not reach the target. Its XCom is
+      ``{"result_table"?, "envelopes", "status", "completed", "unsigned", "max_unsigned" (the allowance
+      as a count), "by_status", "not_completed": [{"envelope_id", "row_key"?, "status", "reason"}],
+      "report"}``; for a result table, ``report`` is the URI of ``<result table>.outcome.jsonl``, one
+      JSON line per envelope (``envelope_id``, ``row_key``, ``external_id``, ``status``, ``reason``,
+      ``completed_at``), written beside it when all are settled. The failure names the counts and the
+      first five. A timeout is a timeout (``AirflowSensorTimeout``) unless every envelope is settled.
     - ``soft_fail=True`` turns those failures and the timeout into a skip; ``mode="reschedule"`` frees
       the worker slot between pokes.
     - ``deferrable=True`` pokes once, then hands the wait to
@@ -86,14 +99,23 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
         XCom of a mapped create task (``create.output``).
     :param result_table: A bulk campaign's result table (templated): the URI, path or
         ``ObjectStoragePath`` that :class:`~airflow_provider_docsign.operators.DocsignBulkSendOperator`
-        wrote (its XCom's ``result_table``). The sensor waits for the envelopes of its ``sent`` rows,
-        and its XCom is then a summary, ``{"result_table", "envelopes", "status"}``, not one entry per
-        envelope. A table without sent rows succeeds at once. Pass exactly one of ``envelope_id``,
-        ``envelope_ids`` and ``result_table``.
+        wrote (its XCom's ``result_table``). The sensor waits for the envelopes of its ``sent`` rows
+        (each envelope once) as a **batch wait** (below). A table without sent rows succeeds at once.
+        Pass exactly one of ``envelope_id``, ``envelope_ids`` and ``result_table``.
     :param target_status: The status every envelope must reach.
-    :param failure_statuses: Statuses that fail the task at once.
+    :param failure_statuses: Statuses that fail the task at once (not in a batch wait, where every
+        envelope that ends without reaching ``target_status`` counts against ``max_unsigned``).
     :param on_expired: ``"fail"`` (default) or ``"wait"``: what to do when a recipient's signing link
-        has expired while the envelope is PENDING.
+        has expired while the envelope is PENDING. In a batch wait, ``"fail"`` counts such an envelope
+        as settled ``EXPIRED`` once ``expired_grace`` has passed, and ``"wait"`` never does.
+    :param max_unsigned: Makes a wait on ``envelope_ids`` a batch wait, and sets how many envelopes of a
+        batch wait may end without reaching ``target_status`` (rejected, cancelled, deleted, expired):
+        a count (an ``int`` >= 0) or a fraction of the envelopes (a ``float`` between 0 and 1, rounded
+        down). Default ``None``: none may. Not with ``envelope_id``.
+    :param expired_grace: In a batch wait, how long (seconds or a ``timedelta``; default 0) a PENDING
+        envelope's expired signing link is given to be renewed before it counts as ``EXPIRED``.
+    :param result_table_format: ``"jsonl"`` or ``"parquet"`` when the result table's name does not
+        tell (default: from its extension).
     :param docsign_conn_id: The Airflow connection of type ``docsign``.
     :param deferrable: Wait in the triggerer instead of a worker (default: the
         ``[operators] default_deferrable`` setting).
@@ -115,6 +137,9 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
         target_status: str = "COMPLETED",
         failure_statuses: Sequence[str] = ("REJECTED", "CANCELLED"),
         on_expired: str = "fail",
+        max_unsigned: int | float | None = None,
+        expired_grace: float | timedelta = 0,
+        result_table_format: str | None = None,
         docsign_conn_id: str = "docsign_default",
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         poke_interval: float | timedelta = 60,
@@ -143,6 +168,12 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
         if on_expired not in ON_EXPIRED:
             raise ValueError(f"DocsignEnvelopeSensor: on_expired must be one of {list(ON_EXPIRED)}")
         self.on_expired = on_expired
+        self.max_unsigned = parse_max_unsigned(max_unsigned)
+        self.expired_grace = parse_grace(expired_grace)
+        #: A batch wait: settle every envelope, then count (see :mod:`._batch_wait`).
+        self.batch = result_table is not None or self.max_unsigned is not None
+        _check_batch_arguments(self, envelope_id, result_table_format)
+        self.result_table_format = result_table_format
         self.docsign_conn_id = docsign_conn_id
         self.deferrable = deferrable
 
@@ -156,32 +187,12 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
 
     # ----------------------------------------------------------------------------------------- rules
     def _ids(self) -> list[str]:
+        if self.batch:
+            return self._batch_ids()
         try:
-            if self.result_table is not None:
-                return self._table_ids()
             return normalize_envelope_ids(self.envelope_id, self.envelope_ids)
         except ValueError as error:
             raise AirflowFailException(f"{self.task_id}: {error}") from error
-
-    def _table_ids(self) -> list[str]:
-        """The sent envelopes of the bulk result table (read once per task run)."""
-        cached: list[str] | None = getattr(self, "_table_cache", None)
-        if cached is not None:
-            return cached
-        from airflow_provider_docsign.bulk.plan import OUTPUT_FORMATS, format_of, sent_envelope_ids
-        from airflow_provider_docsign.bulk.store import resolve_path
-
-        try:
-            path = resolve_path(self.result_table, "result_table")
-            ids = sent_envelope_ids(path, format_of(path, None, OUTPUT_FORMATS, "result_table"))
-        except (OSError, TypeError) as error:
-            raise ValueError(f"the result table {self.result_table!r} cannot be read: {error}") from error
-        self._table_cache = ids
-        self.log.info("Waiting for the %d sent envelope(s) of %s", len(ids), self.result_table)
-        return ids
-
-    def _table_summary(self, count: int) -> dict[str, Any]:
-        return {"result_table": str(self.result_table), "envelopes": count, "status": self.target_status}
 
     def _apply(self, verdict: Verdict) -> Any:
         """Raise on failure, return the XCom value on success, ``None`` while waiting."""
@@ -191,19 +202,19 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
             raise AirflowFailException(verdict.message)
         if verdict.outcome == "success":
             self.log.info("%s", verdict.message)
-            if self.result_table is not None:  # a campaign: counts, not one entry per envelope
-                return self._table_summary(len(verdict.states))
             return verdict.xcom_value()
         self.log.info("Waiting: %s", verdict.message)
         return None
 
     # ------------------------------------------------------------------------------------ poke mode
     def poke(self, context: Context) -> bool | PokeReturnValue:
-        """Read every envelope once (ceil(N / 20) requests) and decide: done, failed or not yet."""
+        """Read every envelope once (ceil(N / 20) requests) and decide: done, failed or not yet.
+
+        A batch wait reads only the envelopes not yet settled, and decides once all are.
+        """
+        if self.batch:
+            return self._batch_poke()
         ids = self._ids()
-        if not ids:  # a campaign table without a sent row: nothing to wait for
-            self.log.info("The result table %s has no sent envelope: nothing to wait for", self.result_table)
-            return PokeReturnValue(is_done=True, xcom_value=self._table_summary(0))
         target, failures = self.target_status, self.failure_statuses
         try:
             envelopes = self.hook.get_envelopes(ids)
@@ -225,6 +236,8 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
     # ------------------------------------------------------------------------------- deferrable mode
     def execute(self, context: Context) -> Any:
         """Poke (or reschedule) as any sensor, or poke once and defer to the trigger."""
+        for memo in ("_settled", "_open", "_campaign_cache"):  # a new run knows nothing yet
+            self.__dict__.pop(memo, None)
         if not self.deferrable:
             return super().execute(context)
         started = time.time()
@@ -237,28 +250,36 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
         if isinstance(first, PokeReturnValue) and first.is_done:
             return first.xcom_value
 
+        # A batch wait hands over only its open envelopes (all of them after a failed first read).
+        ids = list(self.__dict__.get("_open") or self._ids()) if self.batch else self._ids()
+        self._defer(ids, started + float(self.timeout))
+
+    def _defer(self, envelope_ids: list[str], deadline: float) -> None:
+        """Hand the wait on ``envelope_ids`` (in a batch wait: the open ones) to the trigger."""
         from airflow_provider_docsign.triggers.envelope import DocsignEnvelopeTrigger
 
-        target, failures = self.target_status, self.failure_statuses
-        self.log.info("Deferring: waiting in the triggerer for up to %.0f seconds", self.timeout)
+        left = max(deadline - time.time(), 0.0)
+        self.log.info("Deferring: waiting in the triggerer for up to %.0f seconds", left)
         self.defer(
             trigger=DocsignEnvelopeTrigger(
-                self._ids(),
+                envelope_ids,
                 docsign_conn_id=self.docsign_conn_id,
-                target_status=target,
-                failure_statuses=failures,
+                target_status=self.target_status,
+                failure_statuses=self.failure_statuses,
                 on_expired=self.on_expired,
                 poll_interval=float(self.poke_interval),
-                deadline=started + float(self.timeout),
+                deadline=deadline,
+                batch=self.batch,
+                expired_grace=self.expired_grace,
             ),
             method_name="execute_complete",
-            timeout=timedelta(
-                seconds=float(self.timeout) + max(_DEFERRAL_GRACE, 2 * float(self.poke_interval))
-            ),
+            timeout=timedelta(seconds=left + max(_DEFERRAL_GRACE, 2 * float(self.poke_interval))),
         )
 
     def execute_complete(self, context: Context, event: Any = None) -> Any:
         """Check the trigger's event and finish exactly as poke mode would (same result, same errors)."""
+        if self.batch:
+            return self._batch_complete(event)
         ids = self._ids()
         target, failures = self.target_status, self.failure_statuses
         if not isinstance(event, Mapping) or event.get("status") not in EVENT_STATUSES:
@@ -292,3 +313,30 @@ class DocsignEnvelopeSensor(BaseSensorOperator):
         if result is None:  # pragma: no cover - "waiting" is not an event status
             raise AirflowFailException(f"{self.task_id}: the trigger ended while still waiting")
         return result
+
+
+def _check_batch_arguments(sensor: DocsignEnvelopeSensor, envelope_id: Any, result_table_format: Any) -> None:
+    """Refuse, when the DAG is parsed, the batch parameters where they would be ignored."""
+    name = "DocsignEnvelopeSensor"
+    if sensor.max_unsigned is not None and envelope_id is not None:
+        raise ValueError(
+            f"{name}: max_unsigned counts the envelopes of a batch wait: pass envelope_ids or result_table, "
+            "not envelope_id (one envelope either completes or fails the wait)"
+        )
+    if sensor.expired_grace and not sensor.batch:
+        raise ValueError(
+            f"{name}: expired_grace applies to a batch wait (result_table, or envelope_ids with "
+            "max_unsigned); a single wait fails at once on an expired link (on_expired='fail')"
+        )
+    if sensor.expired_grace and sensor.on_expired == "wait":
+        raise ValueError(f"{name}: expired_grace has no effect with on_expired='wait' (expiry never settles)")
+    if result_table_format is not None:
+        from airflow_provider_docsign.bulk.plan import OUTPUT_FORMATS
+
+        if sensor.result_table is None:
+            raise ValueError(f"{name}: result_table_format needs a result_table")
+        if result_table_format not in OUTPUT_FORMATS:
+            raise ValueError(
+                f"{name}: result_table_format must be one of {', '.join(OUTPUT_FORMATS)}, "
+                f"not {result_table_format!r}"
+            )

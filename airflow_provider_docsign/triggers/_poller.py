@@ -20,6 +20,8 @@ interval instead of 1,000.
 - **Rate limits:** ``X-RateLimit-Remaining`` / ``-Reset`` spread requests out before the window runs dry
   and ``Retry-After`` (or a backoff) pauses the whole poller after a 429; the batches not sent are read
   as soon as the pause ends (see :mod:`airflow_provider_docsign.hooks._pacing`).
+- **Shrinking:** a batch wait narrows its subscription to the envelopes not yet settled
+  (:meth:`Subscription.narrow`), so a poll costs ⌈still open / 20⌉ requests, not ⌈all / 20⌉.
 - **Lifetime:** a subscription is closed when its trigger ends (event, cancellation, timeout); when none
   is left the poller's task ends, closes its HTTP client and leaves the registry.
 - **The connection:** looked up with ``aget_connection`` (on Airflow 3 the triggerer has no database
@@ -142,6 +144,15 @@ class Subscription:
         read, self._read = self._read, None
         self._ready.clear()
         return read
+
+    def narrow(self, envelope_ids: Sequence[str]) -> None:
+        """Read only ``envelope_ids`` (a subset) from the next cycle on: a batch wait drops the settled ones.
+
+        A read already delivered and not yet taken still holds the old ids; the trigger judges only the
+        ids it still waits for.
+        """
+        kept = set(envelope_ids)
+        self.envelope_ids = tuple(i for i in self.envelope_ids if i in kept)
 
     def poll_soon(self) -> None:
         """Ask for a read in the next cycle, whatever the group's timer says (the deadline's last poll)."""

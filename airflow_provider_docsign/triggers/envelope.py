@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from airflow_provider_docsign._compat import BaseTrigger, TriggerEvent
+from airflow_provider_docsign.sensors._batch import parse_grace, settle_many
 from airflow_provider_docsign.sensors._evaluate import (
     ON_EXPIRED,
     classify_error,
@@ -28,6 +29,8 @@ MIN_POLL_INTERVAL = 0.1
 #: At the deadline, how long to wait for the last read before yielding the timeout event anyway (the
 #: shared poller may be pausing for the service's rate limit).
 LAST_READ_WAIT = 30.0
+#: How many still-open envelope ids a batch wait's timeout event names.
+OPEN_LISTED = 20
 
 
 class DocsignEnvelopeTrigger(BaseTrigger):
@@ -55,6 +58,15 @@ class DocsignEnvelopeTrigger(BaseTrigger):
     Every constructor argument is JSON-safe and the deadline is absolute (epoch seconds), so a
     restarted triggerer re-creates the trigger from :meth:`serialize` and resumes with the time left.
 
+    **A batch wait** (``batch=True``, what the sensor defers with for a result table or
+    ``max_unsigned``) fails at no single envelope: it waits until every envelope is settled (reached the
+    target, rejected, cancelled, deleted, or an expired link past ``expired_grace``; see
+    :mod:`airflow_provider_docsign.sensors._batch`) and drops each settled one from its reads, so a poll
+    costs ⌈still open / 20⌉ requests. Its events are small (no list of every id, no states):
+    ``"settled"`` with ``envelopes`` (the count), ``by_status`` and ``deadline`` (the sensor then reads
+    every envelope once more and decides); ``"timeout"`` with the counts and the first
+    :data:`OPEN_LISTED` ids still open in ``open``; ``"error"`` as above.
+
     :param envelope_ids: The envelope ids to wait for.
     :param docsign_conn_id: The Airflow connection of type ``docsign``.
     :param target_status: The status every envelope must reach (default ``COMPLETED``).
@@ -65,6 +77,10 @@ class DocsignEnvelopeTrigger(BaseTrigger):
     :param poll_interval: Seconds between two polls.
     :param deadline: Absolute time (seconds since the epoch, UTC) after which a ``"timeout"`` event is
         yielded; ``None`` waits without limit.
+    :param batch: Wait until every envelope is settled instead of failing at the first that cannot
+        reach ``target_status`` (``failure_statuses`` then end nothing early).
+    :param expired_grace: In a batch wait, seconds after a signing link expired before its PENDING
+        envelope counts as settled (``EXPIRED``); with ``on_expired="wait"`` it never does.
     """
 
     def __init__(
@@ -77,6 +93,8 @@ class DocsignEnvelopeTrigger(BaseTrigger):
         on_expired: str = "fail",
         poll_interval: float = 60.0,
         deadline: float | None = None,
+        batch: bool = False,
+        expired_grace: float = 0.0,
     ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.envelope_ids = normalize_envelope_ids(envelope_ids=envelope_ids)
@@ -87,6 +105,8 @@ class DocsignEnvelopeTrigger(BaseTrigger):
         self.on_expired = str(on_expired)
         self.poll_interval = max(float(poll_interval), MIN_POLL_INTERVAL)
         self.deadline = None if deadline is None else float(deadline)
+        self.batch = bool(batch)
+        self.expired_grace = parse_grace(expired_grace)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         """Return the import path and the JSON-safe keyword arguments that re-create this trigger."""
@@ -100,15 +120,16 @@ class DocsignEnvelopeTrigger(BaseTrigger):
                 "on_expired": self.on_expired,
                 "poll_interval": self.poll_interval,
                 "deadline": self.deadline,
+                **({"batch": True, "expired_grace": self.expired_grace} if self.batch else {}),
             },
         )
 
     def _event(self, status: str, message: str, **extra: Any) -> TriggerEvent:
-        payload: dict[str, Any] = {
-            "status": status,
-            "envelope_ids": list(self.envelope_ids),
-            "message": message,
-        }
+        payload: dict[str, Any] = {"status": status, "message": message}
+        if self.batch:  # small: the count, never every id again
+            payload.update(batch=True, envelopes=len(self.envelope_ids), deadline=self.deadline)
+        else:
+            payload["envelope_ids"] = list(self.envelope_ids)
         payload.update(extra)
         return TriggerEvent(payload)  # type: ignore[no-untyped-call]
 
@@ -123,6 +144,8 @@ class DocsignEnvelopeTrigger(BaseTrigger):
         self._polls = 0
         self._last_states: list[dict[str, Any]] = []
         self._last_message = ""
+        self._open = list(self.envelope_ids)  # a batch wait's envelopes not settled yet
+        self._by_status: dict[str, int] = {}
         try:
             # The connection, with aget_connection (one look-up per connection id for all the triggers
             # of the loop): on Airflow 3 the triggerer cannot read the metadata database itself.
@@ -139,11 +162,21 @@ class DocsignEnvelopeTrigger(BaseTrigger):
                     subscription.poll_soon()
                     read = await subscription.next(LAST_READ_WAIT)
                 if read is not None:
-                    event = self._judge(read, count)
+                    event = self._judge_batch(read, count) if self.batch else self._judge(read, count)
                     if event is not None:
                         return event
+                    if self.batch and len(self._open) < len(subscription.envelope_ids):
+                        subscription.narrow(self._open)  # settled envelopes are not read again
                 if self.deadline is not None and time.time() >= self.deadline:
                     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.deadline))
+                    if self.batch:
+                        return self._event(
+                            "timeout",
+                            f"{len(self._open)} of {count} envelope(s) were not settled before the "
+                            f"sensor's timeout (deadline {when})",
+                            open=self._open[:OPEN_LISTED],
+                            by_status=dict(self._by_status),
+                        )
                     return self._event(
                         "timeout",
                         f"the envelope(s) did not all reach {self.target_status} before the sensor's "
@@ -188,4 +221,29 @@ class DocsignEnvelopeTrigger(BaseTrigger):
         level = logging.INFO if verdict.message != self._last_message else logging.DEBUG
         self.log.log(level, "Poll %d: %s", self._polls, verdict.message)
         self._last_message = verdict.message
+        return None
+
+    def _judge_batch(self, read: Read, count: int) -> TriggerEvent | None:
+        """A batch wait's read: note the newly settled envelopes; the event once none is open."""
+        self._polls += 1
+        if read.error is not None:
+            return self._read_failed(read.error, count)
+        settled, self._open = settle_many(
+            read.envelopes,
+            self._open,
+            target_status=self.target_status,
+            expired_grace=self.expired_grace,
+            on_expired=self.on_expired,
+        )
+        for outcome in settled.values():
+            self._by_status[outcome.status] = self._by_status.get(outcome.status, 0) + 1
+        summary = ", ".join(f"{n} {s}" for s, n in sorted(self._by_status.items()))
+        if not self._open:
+            message = f"all {count} envelope(s) settled ({summary})"
+            self.log.info("Poll %d: %s", self._polls, message)
+            return self._event("settled", message, by_status=dict(self._by_status))
+        message = f"{count - len(self._open)} of {count} envelope(s) settled ({summary or 'none yet'})"
+        level = logging.INFO if message != self._last_message else logging.DEBUG
+        self.log.log(level, "Poll %d: %s; %d still open", self._polls, message, len(self._open))
+        self._last_message = message
         return None

@@ -78,3 +78,50 @@ def test_the_campaign_example_sends_waits_archives_and_reports(
     assert report["send"] == {"sent": 5, "created": 0, "invalid": 0, "failed": 0}
     assert report["archive"] == {"archived": 5, "skipped": 0, "not_signed": 0, "failed": 0}
     assert report["campaign_id"] == campaign_id
+
+
+def _campaign_with_rejections() -> list[dict[str, str]]:
+    """100 customers: 5 reject, 3 let their link expire (the sandbox's auto-sign personas), 92 sign."""
+    customers = []
+    for n in range(100):
+        local = f"reject.{n}" if n % 20 == 3 else f"expire.{n}" if n in (10, 50, 90) else f"cust{n}"
+        customers.append(
+            {"id": f"K-{n:03d}", "name": f"Kim {n}", "email": f"{local}@example.test", "company": f"Co {n}"}
+        )
+    return customers
+
+
+@pytest.mark.parametrize(("max_unsigned", "succeeds"), [("10", True), ("0", False)])
+def test_a_campaign_with_rejections_and_expired_links_ends_and_archives_the_signed_ones(
+    example_env: dict[str, Any],
+    autosign_sandbox: SandboxServer,
+    monkeypatch: pytest.MonkeyPatch,
+    max_unsigned: str,
+    succeeds: bool,
+) -> None:
+    monkeypatch.setenv("DOCSIGN_EXAMPLE_MAX_UNSIGNED", max_unsigned)
+    customers = _campaign_with_rejections()
+    dag_run = run_example("docsign_bulk_signing", customers=customers, **example_env)
+    states = task_states(dag_run)
+    (campaign,) = list((Path(example_env["work_dir"]) / "campaigns").iterdir())
+    outcome = [
+        json.loads(line) for line in (campaign / "results.jsonl.outcome.jsonl").read_text().splitlines()
+    ]
+    by_status = Counter(row["status"] for row in outcome)
+    # The wait ended only when every envelope had: 92 signed, 5 rejected, 3 with an expired link.
+    assert by_status == Counter({"COMPLETED": 92, "REJECTED": 5, "EXPIRED": 3})
+    rejected = {row["row_key"] for row in outcome if row["status"] == "REJECTED"}
+    assert rejected == {c["id"] for c in customers if c["email"].startswith("reject.")}
+    archive_dir = Path(example_env["archive_dir"])
+    manifests = list(archive_dir.glob("*/manifest.json"))
+    if succeeds:
+        assert _state(dag_run.state) == "success", states
+        assert len(manifests) == 92  # the signed ones, one folder each
+        assert {json.loads(p.read_text())["status"] for p in manifests} == {"COMPLETED"}
+        report = json.loads((campaign / "report.json").read_text())
+        assert report["archive"]["archived"] == 92
+        assert report["archive"]["not_signed"] == 8
+    else:
+        assert states[("wait_for_signatures", -1)] == "failed"
+        assert states[("archive", -1)] == "upstream_failed"
+        assert manifests == []

@@ -54,9 +54,22 @@ def test_the_sensor_waits_on_a_result_table_and_returns_counts(
     table, _ = campaign
     sandbox.clear_requests()
     sensor = DocsignEnvelopeSensor(task_id="wait", result_table=str(table), poke_interval=1, timeout=30)
-    assert sensor.execute(ctx()) == {"result_table": str(table), "envelopes": 4, "status": "COMPLETED"}
+    report = table.with_name("results.jsonl.outcome.jsonl")
+    assert sensor.execute(ctx()) == {
+        "result_table": str(table),
+        "envelopes": 4,
+        "status": "COMPLETED",
+        "completed": 4,
+        "unsigned": 0,
+        "max_unsigned": 0,
+        "by_status": {"COMPLETED": 4},
+        "not_completed": [],
+        "report": report.as_uri(),
+    }
     # The four sent rows' envelopes, read in one get-many: the invalid and failed rows are not waited for.
     assert [(r["method"], r["path"]) for r in sandbox.requests()] == [("POST", "/envelope/get-many")]
+    lines = [json.loads(line) for line in report.read_text().splitlines()]
+    assert [(x["row_key"], x["status"]) for x in lines] == [(str(i), "COMPLETED") for i in range(4)]
 
 
 def test_a_deferred_table_wait_hands_the_trigger_json_safe_ids(
@@ -74,14 +87,18 @@ def test_a_deferred_table_wait_hands_the_trigger_json_safe_ids(
         sensor.execute(ctx())
     path, kwargs = deferred.value.trigger.serialize()
     assert json.loads(json.dumps(kwargs)) == kwargs
-    assert kwargs["envelope_ids"] == [*ids, pending]
+    # Only the envelope still open goes to the trigger: the four completed ones are settled already.
+    assert kwargs["envelope_ids"] == [pending]
+    assert (kwargs["batch"], kwargs["expired_grace"]) == (True, 0.0)
     assert path.endswith("DocsignEnvelopeTrigger")
 
 
 def test_a_table_without_sent_rows_has_nothing_to_wait_for(tmp_path: Path, docsign_conn: str) -> None:
     table = result_table(tmp_path / "none.jsonl", [{"row_key": "x", "status": "invalid"}])
     sensor = DocsignEnvelopeSensor(task_id="wait", result_table=str(table), timeout=30)
-    assert sensor.execute(ctx())["envelopes"] == 0
+    result = sensor.execute(ctx())
+    assert (result["envelopes"], result["unsigned"], result["by_status"]) == (0, 0, {})
+    assert (tmp_path / "none.jsonl.outcome.jsonl").read_text() == ""  # an empty report, all the same
 
 
 def test_the_batch_archive_stores_each_envelope_once_and_resumes(
@@ -99,6 +116,7 @@ def test_the_batch_archive_stores_each_envelope_once_and_resumes(
         "not_signed": 0,
         "failed": 0,
         "failures": [],
+        "not_signed_envelopes": [],
     }
     manifests = sorted(archive.glob("*/manifest.json"))
     assert [p.parent.name for p in manifests] == [f"batch({i})" for i in range(4)]  # one folder each
@@ -151,6 +169,7 @@ def test_an_unsigned_envelope_fails_the_batch_after_the_others_unless_skipped(
     )
     result = skip.execute(ctx())
     assert (result["skipped"], result["not_signed"], result["failed"]) == (4, 1, 0)
+    assert result["not_signed_envelopes"] == [{"envelope_id": pending, "status": "PENDING", "reason": None}]
 
 
 def test_the_batch_archive_refuses_bad_arguments(tmp_path: Path) -> None:

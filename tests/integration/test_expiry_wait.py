@@ -8,6 +8,7 @@ expired, never as wall time.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from airflow_provider_docsign.exceptions import DocsignRecipientExpiredError, Do
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.sandbox import SandboxServer
 from airflow_provider_docsign.sensors import DocsignEnvelopeSensor
+from airflow_provider_docsign.triggers import DocsignEnvelopeTrigger
 
 pytestmark = pytest.mark.integration
 
@@ -267,3 +269,55 @@ def test_batch_of_twenty_names_only_the_expired_one(
     with pytest.raises(DocsignRecipientExpiredError) as poked:
         DocsignEnvelopeSensor(task_id="wait", envelope_ids=ids).poke({})  # type: ignore[arg-type]
     assert poked.value.envelope_ids == [stale]
+
+
+# ------------------------------------------------------------------- batch waits (issue 37)
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def test_a_batch_wait_gives_an_expired_link_its_grace_then_counts_it_expired(
+    sandbox: SandboxServer, docsign_conn: str, make_pdf: Callable[..., Path]
+) -> None:
+    hook = DocsignHook()
+    stale, signed = _pending(hook, make_pdf()), _pending(hook, make_pdf("b.pdf"))
+    sandbox.complete(signed)
+    sandbox.wait_status(signed, "COMPLETED", timeout=20)
+    recipient = hook.get_envelope(stale).recipients[0]
+    expired_at = _iso(datetime.now(timezone.utc) - timedelta(hours=2))  # the link expired two hours ago
+    sandbox.set_times(stale, recipients=[{"id": recipient.id, "expiresAt": expired_at}])
+
+    def batch(**kwargs: Any) -> DocsignEnvelopeSensor:
+        return DocsignEnvelopeSensor(task_id="wait", envelope_ids=[stale, signed], max_unsigned=1, **kwargs)
+
+    # Within its grace, or with on_expired="wait", the expired link keeps the wait open.
+    assert batch(expired_grace=timedelta(hours=3)).poke({}) is False  # type: ignore[arg-type]
+    assert batch(on_expired="wait").poke({}) is False  # type: ignore[arg-type]
+    # Past its grace, it is settled as EXPIRED and counted (one allowed: the batch passes).
+    result = batch(expired_grace=3600).poke({})  # type: ignore[arg-type]
+    value = getattr(result, "xcom_value", None)
+    assert value is not None
+    assert value["by_status"] == {"COMPLETED": 1, "EXPIRED": 1}
+    (entry,) = value["not_completed"]
+    assert entry["envelope_id"] == stale
+    assert entry["status"] == "EXPIRED"
+    assert entry["reason"] == (
+        f"signing link of recipient {recipient.id} (SIGNER, s***@example.test) expired at {expired_at}"
+    )
+    assert recipient.email not in json.dumps(value)
+
+    # Deferred: the trigger applies the same grace (its deadline is past, so it polls exactly once).
+    def trigger_event(grace: float) -> dict[str, Any]:
+        trigger = DocsignEnvelopeTrigger(
+            [stale], batch=True, expired_grace=grace, poll_interval=0.5, deadline=time.time() - 1
+        )
+        (event,) = _run_trigger(trigger)
+        return event
+
+    assert trigger_event(3 * 3600)["status"] == "timeout"
+    settled = trigger_event(3600)
+    assert (settled["status"], settled["by_status"]) == ("settled", {"EXPIRED": 1})
+
+    # A renewed link reopens the envelope: a wait that reads afresh waits on.
+    hook.redistribute_envelope(stale, [recipient.id])
+    assert batch(expired_grace=3600).poke({}) is False  # type: ignore[arg-type]

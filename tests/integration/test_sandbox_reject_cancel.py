@@ -115,3 +115,26 @@ def test_cancel_a_draft_is_refused(sandbox: SandboxServer, make_pdf: Callable[..
     assert resp.status_code == 400
     assert resp.json()["data"]["code"] == "INVALID_REQUEST"
     assert envelope(sandbox, env_id)["status"] == "DRAFT"
+
+
+def test_auto_sign_personas_reject_expire_and_ignore_by_their_e_mail(
+    tmp_path: Path, make_pdf: Callable[..., Path], api_key: str
+) -> None:
+    """``--auto-sign-after``: ``reject...@`` rejects, ``expire...@`` expires, ``ignore...@`` never acts."""
+    with SandboxServer(tmp_path / "personas", api_key=api_key, auto_sign_after=0.1) as auto:
+        made = {}
+        for who in ("reject.ada", "expire.bob", "ignore.cy", "dee"):
+            recipients = [signer(sig(), email=f"{who}@example.com", name=who)]
+            env_id = create_id(auto, [make_pdf(f"{who}.pdf")], recipients=recipients)
+            assert post(auto, "/envelope/distribute", {"envelopeId": env_id}).status_code == 200
+            made[who] = env_id
+        rejected = auto.wait_status(made["reject.ada"], "REJECTED")
+        assert rejected["recipients"][0]["rejectionReason"] == "Declined (sandbox auto-sign persona)"
+        assert auto.wait_status(made["dee"], "COMPLETED")["recipients"][0]["signingStatus"] == "SIGNED"
+        expired = envelope(auto, made["expire.bob"])
+        ignored = envelope(auto, made["ignore.cy"])
+    assert expired["status"] == "PENDING"  # as on the real service: an expired link leaves it PENDING
+    assert expired["recipients"][0]["signingStatus"] == "NOT_SIGNED"  # type: ignore[index]
+    assert expired["recipients"][0]["expirationNotifiedAt"]  # type: ignore[index]
+    assert ignored["status"] == "PENDING"
+    assert ignored["recipients"][0]["expirationNotifiedAt"] is None  # type: ignore[index]

@@ -470,3 +470,148 @@ def test_hundred_envelopes_cost_five_requests_per_poll(
     result = sensor.poke({})  # type: ignore[arg-type]
     assert len(sandbox.requests()) == 5
     assert [r["envelope_id"] for r in getattr(result, "xcom_value", [])] == hundred_drafts
+
+
+# ---------------------------------------------------------------------- batch waits (issue 37)
+@pytest.mark.parametrize(
+    "mode",
+    [{"deferrable": True}, {"mode": "poke"}, {"mode": "reschedule"}],
+    ids=["deferrable", "poke", "reschedule"],
+)
+def test_a_batch_wait_outlives_a_rejection_in_every_mode(
+    run_dag: Callable[..., Any],
+    sandbox: SandboxServer,
+    docsign_conn: str,
+    make_pdf: Callable[..., Path],
+    tmp_path: Path,
+    mode: dict[str, Any],
+) -> None:
+    hook = DocsignHook()
+    rejected, signed = (_create(hook, [make_pdf(f"{i}.pdf")]) for i in range(2))
+    rejecter = hook.get_envelope(rejected).recipients[0]
+
+    def act() -> None:
+        sandbox.reject(rejected, rejecter.id, "Not this year")
+        sandbox.wait_status(rejected, "REJECTED")
+        sandbox.complete(signed)
+
+    with _AfterFirstPoll(sandbox, act):
+        dag_run = run_dag(
+            "batch",
+            {
+                "envelope_ids": [rejected, signed],
+                "max_unsigned": 1,
+                "poke_interval": 1,
+                "timeout": 300,
+                **mode,
+            },
+        )
+
+    assert _ti_states(dag_run) == {"wait": "success", "record": "success"}
+    assert json.loads((tmp_path / "xcom.json").read_text()) == {
+        "envelopes": 2,
+        "status": "COMPLETED",
+        "completed": 1,
+        "unsigned": 1,
+        "max_unsigned": 1,
+        "by_status": {"COMPLETED": 1, "REJECTED": 1},
+        "not_completed": [
+            {
+                "envelope_id": rejected,
+                "status": "REJECTED",
+                "reason": f"rejected by recipient {rejecter.id} (SIGNER, s***@example.test): 'Not this year'",
+            }
+        ],
+        "report": None,
+    }
+    if mode.get("mode") == "reschedule":
+        assert _reschedule_count(dag_run, "wait") >= 1
+
+
+def test_a_batch_over_its_allowance_fails_and_downstream_does_not_run(
+    run_dag: Callable[..., Any],
+    sandbox: SandboxServer,
+    docsign_conn: str,
+    make_pdf: Callable[..., Path],
+    tmp_path: Path,
+) -> None:
+    hook = DocsignHook()
+    rejected, signed = (_create(hook, [make_pdf(f"{i}.pdf")]) for i in range(2))
+    rejecter = hook.get_envelope(rejected).recipients[0]
+
+    def act() -> None:
+        sandbox.reject(rejected, rejecter.id, "Not this year")
+        sandbox.wait_status(rejected, "REJECTED")
+        sandbox.complete(signed)
+
+    with _AfterFirstPoll(sandbox, act):
+        dag_run = run_dag(
+            "batch_fails",
+            {
+                "envelope_ids": [rejected, signed],
+                "max_unsigned": 0,
+                "deferrable": True,
+                "poke_interval": 1,
+                "timeout": 300,
+                "retries": 2,
+            },
+        )
+
+    assert _ti_states(dag_run) == {"wait": "failed", "record": "upstream_failed"}
+    assert dag_run.get_task_instance("wait").try_number == 1  # AirflowFailException: no retry
+    error = (tmp_path / "failure.txt").read_text()
+    assert "1 of 2 envelope(s) did not reach COMPLETED (1 REJECTED); max_unsigned allows 0" in error
+    assert f"envelope {rejected} is REJECTED: rejected by recipient {rejecter.id}" in error
+    assert hook.get_envelope(signed).status == "COMPLETED"  # it waited for the other one to settle
+    assert rejecter.email not in error
+
+
+def test_a_result_table_on_s3_gets_its_report_beside_it(
+    sandbox: SandboxServer, docsign_conn: str, make_s3_bucket: Callable[..., Any]
+) -> None:
+    client = make_s3_bucket("docsign-wait", conn_id="wait_s3")
+    rejecter = {
+        "email": "rita@example.test",
+        "name": "Rita",
+        "role": "SIGNER",
+        "signingStatus": "REJECTED",
+        "rejectionReason": "Too expensive",
+    }
+    done, rejected = sandbox.seed(
+        [
+            {"title": "Signed", "status": "COMPLETED", "completedAt": "2026-11-20T10:00:00.000Z"},
+            {"title": "Rejected", "status": "REJECTED", "recipients": [rejecter]},
+        ]
+    )
+    rows = [
+        {"row_key": "k1", "external_id": "c(k1)", "envelope_id": done, "status": "sent"},
+        {"row_key": "k2", "external_id": "c(k2)", "envelope_id": rejected, "status": "sent"},
+    ]
+    body = "".join(json.dumps(r) + "\n" for r in rows)
+    client.put_object(Bucket="docsign-wait", Key="renewals/results.data", Body=body.encode())
+
+    table = "s3://wait_s3@docsign-wait/renewals/results.data"
+    sensor = DocsignEnvelopeSensor(
+        task_id="wait", result_table=table, result_table_format="jsonl", max_unsigned=0.5, timeout=30
+    )
+    value = sensor.execute({})  # type: ignore[arg-type]
+
+    assert value["report"] == "s3://docsign-wait/renewals/results.data.outcome.jsonl"  # no connection id
+    assert (value["completed"], value["unsigned"], value["max_unsigned"]) == (1, 1, 1)
+    keys = sorted(o["Key"] for o in client.list_objects_v2(Bucket="docsign-wait")["Contents"])
+    assert keys == ["renewals/results.data", "renewals/results.data.outcome.jsonl"]  # no temporary left
+    report = client.get_object(Bucket="docsign-wait", Key="renewals/results.data.outcome.jsonl")[
+        "Body"
+    ].read()
+    lines = [json.loads(x) for x in report.decode().splitlines()]
+    assert [(x["row_key"], x["external_id"], x["status"]) for x in lines] == [
+        ("k1", "c(k1)", "COMPLETED"),
+        ("k2", "c(k2)", "REJECTED"),
+    ]
+    assert "r***@example.test" in lines[1]["reason"]
+    assert "'Too expensive'" in lines[1]["reason"]
+    # Without result_table_format the name does not tell the format: the task says so, sending nothing.
+    sandbox.clear_requests()
+    with pytest.raises(AirflowFailException, match="give result_table_format"):
+        DocsignEnvelopeSensor(task_id="wait", result_table=table).execute({})  # type: ignore[arg-type]
+    assert sandbox.requests() == []

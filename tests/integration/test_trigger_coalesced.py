@@ -288,3 +288,45 @@ def test_one_look_up_per_connection_id_and_a_missing_connection_is_an_error_even
         (event,) = events
         assert event["status"] == "error", event
         assert "docsign_nowhere" in event["message"]
+
+
+def test_a_batch_wait_drops_its_settled_envelopes_from_the_shared_reads(
+    sandbox: SandboxServer, docsign_conn: str, make_pdf: Callable[..., Path]
+) -> None:
+    """A campaign's trigger beside a single wait: its settled envelopes leave the poller's reads."""
+    hook = DocsignHook()
+    settled = sandbox.seed([{"title": f"Done {i}", "status": "COMPLETED"} for i in range(25)])
+    open_ids = _pending(hook, make_pdf(), 16)  # 15 for the campaign, 1 for the single wait
+    campaign, single = [*settled, *open_ids[:15]], open_ids[15]
+    deadline = time.time() + 2
+    batch = DocsignEnvelopeTrigger(campaign, batch=True, poll_interval=0.3, deadline=deadline)
+    alone = DocsignEnvelopeTrigger([single], poll_interval=0.3, deadline=deadline)
+    sandbox.clear_requests()
+
+    async def scenario() -> tuple[list[list[dict[str, Any]]], EnvelopePoller]:
+        async def collect(trigger: DocsignEnvelopeTrigger) -> list[dict[str, Any]]:
+            return [event.payload async for event in trigger.run()]
+
+        tasks = [asyncio.create_task(collect(t)) for t in (batch, alone)]
+        poller = await _poller(1)
+        results = await asyncio.wait_for(asyncio.gather(*tasks), timeout=60)
+        return results, poller
+
+    (batch_events, alone_events), poller = asyncio.run(scenario())
+
+    history = list(poller.stats.history)
+    # The campaign's 40 were read once; from then on only its 15 open ones, with the single wait's.
+    assert max(n for n, _ in history) <= 41
+    assert (16, 1) in history, history
+    later = history[history.index((16, 1)) :]
+    assert all(n <= 16 for n, _ in later), history
+    assert sum(1 for n, _ in history if n > 16) <= 2  # the first cycle (or two, if they did not gather)
+    assert len(_get_many_requests(sandbox)) == poller.stats.requests
+    (timeout,) = batch_events
+    assert (timeout["status"], timeout["by_status"], timeout["open"]) == (
+        "timeout",
+        {"COMPLETED": 25},
+        campaign[25:],
+    )
+    assert [e["status"] for e in alone_events] == ["timeout"]
+    assert alone_events[0]["envelopes"][0]["status"] == "PENDING"  # the single wait's event is unchanged

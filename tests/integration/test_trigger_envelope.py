@@ -204,3 +204,71 @@ def test_cancelling_the_trigger_leaves_the_envelope_alone(
     assert hook.get_envelope(envelope_id).status == "PENDING"
     assert any(r["path"] == "/envelope/get-many" for r in seen)
     assert all(r["method"] == "POST" and r["path"] == "/envelope/get-many" for r in seen), seen
+
+
+# ---------------------------------------------------------------------- batch waits (issue 37)
+def _rejected(hook: DocsignHook, sandbox: SandboxServer, pdf: Path, reason: str) -> str:
+    envelope_id = _create_pending(hook, pdf)
+    sandbox.reject(envelope_id, hook.get_envelope(envelope_id).recipients[0].id, reason)
+    sandbox.wait_status(envelope_id, "REJECTED")
+    return envelope_id
+
+
+def test_a_batch_trigger_waits_past_a_rejection_until_every_envelope_is_settled(
+    sandbox: SandboxServer, docsign_conn: str, make_pdf: Callable[..., Path]
+) -> None:
+    hook = DocsignHook()
+    rejected = _rejected(hook, sandbox, make_pdf("r.pdf"), "No")
+    signed, cancelled = _create_pending(hook, make_pdf("s.pdf")), _create_pending(hook, make_pdf("c.pdf"))
+    deadline = time.time() + 60
+    trigger = DocsignEnvelopeTrigger(
+        [rejected, signed, cancelled], batch=True, poll_interval=0.2, deadline=deadline
+    )
+    sandbox.clear_requests()
+
+    async def scenario() -> list[dict[str, Any]]:
+        run = asyncio.ensure_future(_events(trigger))
+        for _ in range(400):  # bounded: until the trigger's first poll saw the rejection
+            if any(r["path"] == "/envelope/get-many" for r in sandbox.requests()):
+                break
+            await asyncio.sleep(0.05)
+        assert not run.done()  # a rejection does not end a batch wait
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, sandbox.complete, signed)
+        await loop.run_in_executor(None, lambda: hook.cancel_envelope(cancelled, reason="Deal off"))
+        return await asyncio.wait_for(run, timeout=60)
+
+    events = asyncio.run(scenario())
+
+    assert events == [
+        {
+            "status": "settled",
+            "message": "all 3 envelope(s) settled (1 CANCELLED, 1 COMPLETED, 1 REJECTED)",
+            "batch": True,
+            "envelopes": 3,
+            "deadline": deadline,
+            "by_status": {"REJECTED": 1, "COMPLETED": 1, "CANCELLED": 1},
+        }
+    ]
+    assert hook.get_envelope(signed).status == "COMPLETED"
+
+
+def test_a_batch_trigger_times_out_naming_only_what_is_still_open(
+    sandbox: SandboxServer, docsign_conn: str, make_pdf: Callable[..., Path]
+) -> None:
+    hook = DocsignHook()
+    rejected = _rejected(hook, sandbox, make_pdf("r.pdf"), "No")
+    pending = _create_pending(hook, make_pdf("p.pdf"))
+    trigger = DocsignEnvelopeTrigger(
+        [rejected, pending], batch=True, poll_interval=0.3, deadline=time.time() + 1.5
+    )
+
+    events = asyncio.run(_events(trigger))
+
+    (event,) = events
+    assert event["status"] == "timeout", event
+    assert event["open"] == [pending]
+    assert event["by_status"] == {"REJECTED": 1}
+    assert event["message"].startswith("1 of 2 envelope(s) were not settled before the sensor's timeout")
+    assert "envelopes" in event
+    assert "envelope_ids" not in event

@@ -58,10 +58,12 @@ def test_jsonl_rows_name_the_bad_line(tmp_path: Path) -> None:
     path.write_text('{"row_key": 1}\n\n{"row_key": 2}\n')
     assert read_rows(path, "jsonl") == [{"row_key": 1}, {"row_key": 2}]
     path.write_text('{"row_key": 1}\n[1, 2]\n')
-    with pytest.raises(BulkConfigError, match="line 2 of .*rows.jsonl: the line is a JSON list, not an object"):
+    with pytest.raises(
+        BulkConfigError, match=r"line 2 of .*rows\.jsonl: the line is a JSON list, not an object"
+    ):
         read_rows(path, "jsonl")
     path.write_text('{"row_key": 1}\n{oops\n')
-    with pytest.raises(BulkConfigError, match="line 2 of .*rows.jsonl: the line is not JSON"):
+    with pytest.raises(BulkConfigError, match=r"line 2 of .*rows\.jsonl: the line is not JSON"):
         read_rows(path, "jsonl")
 
 
