@@ -40,6 +40,8 @@ BENCHMARKS = [
     ("verify", "bench_verify.py", 180),
     ("cli", "bench_cli.py", 120),
     ("verify_timestamp", "bench_verify.py --evidence", 90),
+    # docsign verify on a 500-envelope campaign folder against sha256sum and per-file verification.
+    ("verify_campaign", "bench_verify.py --campaign", 180),
     ("waiting", "bench_waiting.py", 300),
     ("http_provider", "bench_http_provider.py", 90),
     ("pipeline", "bench_pipeline.py", 180),

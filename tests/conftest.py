@@ -49,6 +49,18 @@ SYSTEM_VARIABLES = ("DOCSIGN_SYSTEM_URL", "DOCSIGN_SYSTEM_API_KEY")
 collect_ignore = [] if all(os.environ.get(v) for v in SYSTEM_VARIABLES) else ["system"]
 
 
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say that the system tests did not run, and why, at the end of every run without an instance."""
+    if collect_ignore:
+        missing = " and ".join(v for v in SYSTEM_VARIABLES if not os.environ.get(v))
+        count = len(list((Path(__file__).parent / "system").glob("test_*.py")))
+        terminalreporter.write_line(
+            f"system tests skipped: tests/system ({count} modules) runs against a real Documenso only, and "
+            f"{missing} {'is' if ' and ' not in missing else 'are'} not set; run them with "
+            "`make system-test` (docs/development.md, 'Testing against a real Documenso')"
+        )
+
+
 @pytest.fixture(scope="session")
 def api_key() -> str:
     """The sandbox's API key; tests search captured output for it to prove it never leaks."""

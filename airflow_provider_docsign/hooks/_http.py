@@ -6,15 +6,12 @@ both paths behave identically. Nothing in this module performs I/O.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
 import random
 import re
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -29,6 +26,12 @@ from airflow_provider_docsign.exceptions import (
     DocsignRateLimitError,
     DocsignServerError,
 )
+
+# Re-exported: the hook and its mixins import them from here.
+from airflow_provider_docsign.hooks._headers import RateLimit as RateLimit
+from airflow_provider_docsign.hooks._headers import parse_http_date as parse_http_date
+from airflow_provider_docsign.hooks._headers import parse_rate_limit as parse_rate_limit
+from airflow_provider_docsign.hooks._headers import parse_retry_after as parse_retry_after
 
 log = logging.getLogger("airflow_provider_docsign.hooks.docsign")
 
@@ -185,68 +188,6 @@ class RetryPolicy:
         if retry_after is not None:
             return max(retry_after, jittered)
         return min(jittered, self.max_retry_wait)
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Parse ``Retry-After`` (delta seconds or an HTTP date) into seconds, or ``None``."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def parse_http_date(value: str | None) -> datetime | None:
-    """The ``Date`` header of an answer as an aware UTC datetime (the service's clock), else ``None``."""
-    if not value:
-        return None
-    try:
-        when = email.utils.parsedate_to_datetime(value.strip())
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:  # "-0000": a date in UTC with no zone information (RFC 5322)
-        when = when.replace(tzinfo=timezone.utc)
-    return when.astimezone(timezone.utc)
-
-
-@dataclass(frozen=True)
-class RateLimit:
-    """The service's rate-limit headers on one answer.
-
-    :param limit: ``X-RateLimit-Limit``: requests allowed in the window, if sent.
-    :param remaining: ``X-RateLimit-Remaining``: requests left in the window.
-    :param reset: ``X-RateLimit-Reset``: when the window resets, in seconds since the epoch.
-    """
-
-    limit: int | None
-    remaining: int
-    reset: float
-
-
-def parse_rate_limit(headers: Mapping[str, str]) -> RateLimit | None:
-    """Read ``X-RateLimit-Remaining`` / ``-Reset`` (and ``-Limit``), or ``None`` when absent or garbled.
-
-    A reset smaller than 10**9 is taken as seconds from now (some gateways send a delta), else epoch.
-    """
-    try:
-        remaining = int(headers["x-ratelimit-remaining"])
-        reset = float(headers["x-ratelimit-reset"])
-    except (KeyError, TypeError, ValueError):
-        return None
-    try:
-        limit: int | None = int(headers.get("x-ratelimit-limit", ""))
-    except ValueError:
-        limit = None
-    if reset < 1e9:
-        reset += time.time()
-    return RateLimit(limit=limit, remaining=max(0, remaining), reset=reset)
 
 
 @dataclass(frozen=True)
@@ -462,10 +403,16 @@ def api_error(
     # and U+2028 too).
     message = printable(message, 2000)
     error_code = None if error_code is None else printable(error_code, 100)
-    hint = _HINTS.get(status)
-    if hint:
-        message = f"{message} ({hint})"
     cls = _error_class(status)
+    if status == 500 and error_code == "TOO_MANY_REQUESTS":
+        # Real service (v2.17): a rate-limited download is answered 500 {"code": "TOO_MANY_REQUESTS"}
+        # without Retry-After (recorded: ops/download_item.rate-limited.500.json). It is the limiter's
+        # refusal, so it is a rate-limit error, retried like a 429.
+        cls, status_hint = DocsignRateLimitError, _HINTS.get(429)
+    else:
+        status_hint = _HINTS.get(status)
+    if status_hint:
+        message = f"{message} ({status_hint})"
     kwargs: dict[str, Any] = {
         "status_code": status,
         "error_code": error_code,

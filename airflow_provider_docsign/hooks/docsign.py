@@ -71,6 +71,7 @@ from airflow_provider_docsign.exceptions import (
     DocsignConnectionError,
     DocsignError,
     DocsignNotFoundError,
+    DocsignRateLimitError,
 )
 from airflow_provider_docsign.hooks import _endpoints as ep
 from airflow_provider_docsign.hooks._async import AsyncMethods
@@ -377,7 +378,8 @@ class DocsignHook(
             path=call.path,
             redact=self._redact,
         )
-        if call.kind == CREATE and status >= 500:
+        limited = isinstance(err, DocsignRateLimitError)  # a 429, or the real service's 500 for one
+        if call.kind == CREATE and status >= 500 and not limited:
             err.message += (
                 f"; the outcome of this {call.what or 'create'} is unknown and it was not retried"
                 + (
@@ -387,7 +389,7 @@ class DocsignHook(
                 )
             )
             err.args = (err.message,)
-        if status not in retryable_statuses(call.kind):
+        if status not in retryable_statuses(call.kind) and not limited:
             raise err
         retry_after = parse_retry_after(response.headers.get("retry-after"))
         return self._wait_or_raise(call, attempt, waited, retry_after, err)

@@ -9,6 +9,7 @@ prefill values, the title or the external id become the values of the run that f
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -97,6 +98,21 @@ class DocsignNotifier(BaseNotifier):
         self.distribute = distribute
         self.envelope_id = envelope_id
         self.docsign_conn_id = docsign_conn_id
+        # Airflow renders a notifier's template fields in place: kept here so that every call renders
+        # the DAG's own templates, never an earlier call's output (which may hold an exception's text).
+        self._templates = {name: copy.deepcopy(getattr(self, name)) for name in self.template_fields}
+
+    def render_template_fields(self, context: Any, jinja_env: Any = None) -> None:
+        """Render the template fields from the DAG's own templates, whatever an earlier call rendered.
+
+        Airflow's ``BaseNotifier`` renders in place, and one instance is called again and again (in
+        ``default_args``, under ``dag.test()``, in any long-lived process): without this the second call
+        would render the first call's output, and data such as ``{{ conn.docsign_default.password }}``
+        in an exception's text would be rendered as a template.
+        """
+        for name, template in self._templates.items():
+            setattr(self, name, copy.deepcopy(template))
+        super().render_template_fields(context, jinja_env)
 
     def notify(self, context: Any) -> None:
         """Send the template or remind the signers (the template fields are already rendered)."""

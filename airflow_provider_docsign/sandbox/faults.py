@@ -67,6 +67,9 @@ class Fault:
     delay: float | None = None
     content_type: str | None = None
     truncate_at: int | None = None
+    #: For ``status``: the service's error code in the body (``TOO_MANY_REQUESTS`` on a 500 is how the
+    #: real service answers a download its rate limit refused).
+    code: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form for the control API."""
@@ -81,6 +84,7 @@ class Fault:
             "delay": self.delay,
             "content_type": self.content_type,
             "truncate_at": self.truncate_at,
+            "code": self.code,
         }
 
 
@@ -177,6 +181,7 @@ class Traffic:
             delay=float(spec["delay"]) if spec.get("delay") is not None else None,
             content_type=spec.get("content_type"),
             truncate_at=int(spec["truncate_at"]) if spec.get("truncate_at") is not None else None,
+            code=str(spec["code"]) if spec.get("code") else None,
         )
         with self.lock:
             self.faults.append(fault)
@@ -369,10 +374,10 @@ class SandboxMiddleware:
             elif DOWNLOAD_ROUTE.match(rel):
                 body = {
                     "error": "Something went wrong",
-                    "code": TRPC_STATUS_CODES.get(status, "UNKNOWN_ERROR"),
+                    "code": fault.code or TRPC_STATUS_CODES.get(status, "UNKNOWN_ERROR"),
                 }
             else:
-                code = TRPC_STATUS_CODES.get(status, "INTERNAL_SERVER_ERROR")
+                code = fault.code or TRPC_STATUS_CODES.get(status, "INTERNAL_SERVER_ERROR")
                 body = {
                     "message": f"Injected fault: HTTP {status}",
                     "code": code,

@@ -306,6 +306,7 @@ class SandboxServer:
         delay: float | None = None,
         content_type: str | None = None,
         truncate_at: int | None = None,
+        code: str | None = None,
     ) -> str:
         """Apply a fault to the next ``count`` requests matching ``method`` and ``path`` (under /api/v2).
 
@@ -313,7 +314,7 @@ class SandboxServer:
         ``delay_reply`` (process at once, answer ``delay`` seconds later), ``drop_after_commit``,
         ``drop_before``, ``wrong_content_type``, ``truncate``, ``ignore_order``, and for a sealed
         item's ``version=signed`` download ``tamper_signed``, ``unsigned``, ``modified_after_signing``.
-        Returns the fault id.
+        ``code`` sets the service's error code in a ``status`` fault's body. Returns the fault id.
         """
         body = {
             "method": method,
@@ -325,6 +326,7 @@ class SandboxServer:
             "delay": delay,
             "content_type": content_type,
             "truncate_at": truncate_at,
+            "code": code,
         }
         return str(self._control("POST", "/faults", json=body)["id"])
 

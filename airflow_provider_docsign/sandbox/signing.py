@@ -95,7 +95,9 @@ def sign(state: SandboxState, envelope_id: str, recipient_id: int | None) -> lis
         for rec in chosen:
             changed = store.edit("recipient", rec["id"])
             assert changed is not None
-            changed.update({"signingStatus": "SIGNED", "signedAt": now, "sendStatus": "SENT"})
+            # Real service (v2.17 complete-document-with-token): signing leaves sendStatus as it was;
+            # only a send by e-mail (or opening the link) sets SENT.
+            changed.update({"signingStatus": "SIGNED", "signedAt": now})
             store.put("recipient", changed)
             for fld in fields:
                 if fld["recipientId"] == rec["id"] and not fld["inserted"]:

@@ -26,22 +26,26 @@ class Rejection:
 
     :param recipient_id: The recipient id.
     :param name: The recipient's display name.
-    :param email: The recipient's e-mail address.
+    :param email: The recipient's e-mail address, masked (``s***@example.com``) as in every log line:
+        it travels in the trigger's event and the task's error.
     :param reason: The ``rejectionReason`` they gave (``None`` if none was recorded).
+    :param role: ``SIGNER``, ``APPROVER``, ...
     """
 
     recipient_id: int | str | None
     name: str | None
     email: str | None
     reason: str | None
+    role: str | None = None
 
     def describe(self) -> str:
-        """``recipient 3 'Sam Signer' <sam@example.com> with reason: 'Wrong amount'``."""
+        """``recipient 3 'Sam Signer' (SIGNER, s***@example.com) with reason: 'Wrong amount'``."""
         who = f"recipient {self.recipient_id}"
         if self.name:
             who += f" {self.name!r}"
-        if self.email:
-            who += f" <{printable(self.email, 254)}>"
+        details = [d for d in (self.role, printable(self.email, 254) if self.email else None) if d]
+        if details:
+            who += f" ({', '.join(details)})"
         reason = repr(self.reason) if self.reason else "(no reason given)"
         return f"{who} with reason: {reason}"
 
@@ -52,6 +56,7 @@ class Rejection:
             "name": self.name,
             "email": self.email,
             "reason": self.reason,
+            "role": self.role,
         }
 
 
@@ -165,8 +170,9 @@ class EnvelopeState:
                 Rejection(
                     recipient_id=r.get("recipient_id"),
                     name=r.get("name"),
-                    email=r.get("email"),
+                    email=mask_email(r.get("email")) if r.get("email") else None,
                     reason=r.get("reason"),
+                    role=r.get("role"),
                 )
                 for r in rejections
             ),
@@ -212,7 +218,13 @@ def snapshot(
             states.append(EnvelopeState(envelope_id=envelope_id, status=None, deleted=True))
             continue
         rejections = tuple(
-            Rejection(recipient_id=r.id, name=r.name, email=r.email, reason=r.rejection_reason)
+            Rejection(
+                recipient_id=r.id,
+                name=r.name,
+                email=mask_email(r.email) if r.email else None,
+                reason=r.rejection_reason,
+                role=str(getattr(r.role, "value", r.role)) if r.role else None,
+            )
             for r in envelope.recipients
             if (r.signing_status or "").upper() == "REJECTED"
         )

@@ -91,7 +91,17 @@ def test_bulk_campaign_keeps_rows_results_checkpoint_and_archive_on_s3(
 
     assert set(task_states(dag_run).values()) == {"success"}, task_states(dag_run)
     names = {key.rsplit("/", 1)[-1] for key in _keys(client, WORK)}
-    assert names == {"rows.jsonl", "results.jsonl", "results.jsonl.checkpoint.json", "report.json"}
+    (lease,) = [n for n in names if n.startswith(".docsign-campaign-") and n.endswith(".lease.json")]
+    assert names == {
+        "rows.jsonl",
+        "results.jsonl",
+        "results.jsonl.checkpoint.json",
+        "results.jsonl.outcome.jsonl",  # the wait's report: each envelope's final status
+        lease,  # the campaign's lease (S3 conditional writes), given back at the end
+        "report.json",
+    }
+    (lease_key,) = [k for k in _keys(client, WORK) if k.endswith(lease)]
+    assert json.loads(client.get_object(Bucket=WORK, Key=lease_key)["Body"].read())["owner"] is None
     (results_key,) = [k for k in _keys(client, WORK) if k.endswith("/results.jsonl")]
     table = [
         json.loads(line)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from bulk_campaigns import campaign_counts, customers, make_template, operator, read_table, write_csv, writes
+from bulk_helpers import campaign_counts, customers, make_template, operator, read_table, write_csv, writes
 from helpers import ctx, signer
 
 from airflow_provider_docsign._compat import AirflowFailException

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from bulk_campaigns import campaign_counts, customers, make_template, operator, read_table
+from bulk_helpers import campaign_counts, customers, make_template, operator, read_table
 from helpers import conn_json, ctx
 
 from airflow_provider_docsign._compat import AirflowFailException

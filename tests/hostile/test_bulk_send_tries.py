@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from bulk_campaigns import campaign_counts, customers, make_template, operator, read_table, write_csv, writes
+from bulk_helpers import campaign_counts, customers, make_template, operator, read_table, write_csv, writes
 from helpers import conn_json, ctx
 
 from airflow_provider_docsign.archive.store import quiet_upath
@@ -29,7 +29,7 @@ RUNNER = """
 import sys
 sys.path[:0] = [{tests!r}, {hostile!r}]
 from helpers import ctx
-from bulk_campaigns import operator
+from bulk_helpers import operator
 op = operator({template_id!r}, {rows!r}, {result!r}, campaign_id="twice", max_in_flight=4)
 print("RESULT", op.execute(ctx()))
 """

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from collections import Counter
 from collections.abc import Callable
@@ -10,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from bulk_helpers import customers, make_template, read_table, write_csv
 from helpers import conn_json, ctx, signer
-from template_helpers import field
 
 from airflow_provider_docsign.bulk.store import CHECKPOINT_SUFFIX
 from airflow_provider_docsign.hooks.docsign import DocsignHook
@@ -19,46 +18,6 @@ from airflow_provider_docsign.operators.bulk import DocsignBulkSendOperator
 from airflow_provider_docsign.sandbox import SandboxServer
 
 pytestmark = pytest.mark.integration
-
-
-def make_template(hook: DocsignHook, pdf: Path) -> str:
-    """A one-signer template: a ``company`` text field to prefill and a signature."""
-    return hook.create_template(
-        title="Renewal template",
-        files=[pdf],
-        recipients=[
-            {
-                "email": "customer@placeholder.test",
-                "name": "Customer",
-                "role": "SIGNER",
-                "fields": [field("TEXT", 1, 10, "company"), field("SIGNATURE", 1, 80)],
-            }
-        ],
-    )
-
-
-def customers(count: int) -> list[dict[str, Any]]:
-    return [
-        {
-            "row_key": f"C-{i:04d}",
-            "email": f"c{i}@example.test",
-            "name": f"Customer {i}",
-            "company": f"Co {i}",
-        }
-        for i in range(count)
-    ]
-
-
-def write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
-
-
-def read_table(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
 
 
 def envelopes_by_external_id(hook: DocsignHook, prefix: str) -> Counter[str]:

@@ -227,3 +227,37 @@ def test_ignored_item_order_is_detected(
             envelope, [{"envelopeItemId": first.id, "order": 2}, {"envelopeItemId": second.id, "order": 1}]
         )
     assert info.value.error_code == "NOT_APPLIED"
+
+
+def test_a_download_the_rate_limit_refused_with_a_500_is_retried_like_a_429(
+    hook: DocsignHook, sandbox: SandboxServer, envelope: str, tmp_path: Path
+) -> None:
+    """The real service answers a rate-limited download 500 {"code": "TOO_MANY_REQUESTS"} (recorded)."""
+    item_id = hook.get_envelope(envelope).items[0].id
+    sandbox.clear_requests()
+    sandbox.inject_fault(
+        method="GET", path="/envelope/item/*/download", action="status", status=500, code="TOO_MANY_REQUESTS"
+    )
+    hook.download_envelope_item(item_id, tmp_path / "ok.pdf")
+    assert (tmp_path / "ok.pdf").read_bytes().startswith(b"%PDF-")
+    downloads = [r["status"] for r in sandbox.requests() if r["path"].endswith("/download")]
+    assert downloads == [500, 200]
+    # Every time: the retries are bounded, and the error says it was the rate limit.
+    sandbox.inject_fault(
+        method="GET",
+        path="/envelope/item/*/download",
+        action="status",
+        status=500,
+        code="TOO_MANY_REQUESTS",
+        count=50,
+    )
+    with pytest.raises(DocsignRateLimitError, match="rate-limiting"):
+        hook.download_envelope_item(item_id, tmp_path / "never.pdf")
+    assert not (tmp_path / "never.pdf").exists()
+    sandbox.clear_faults()
+    # Any other 500 on a read is not retried.
+    sandbox.clear_requests()
+    sandbox.inject_fault(method="GET", path="/envelope/item/*/download", action="status", status=500)
+    with pytest.raises(DocsignServerError):
+        hook.download_envelope_item(item_id, tmp_path / "no.pdf")
+    assert [r["status"] for r in sandbox.requests() if r["path"].endswith("/download")] == [500]

@@ -23,6 +23,7 @@ from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS, AirflowFailExce
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.sandbox import SandboxServer
 from airflow_provider_docsign.sensors import DocsignEnvelopeSensor
+from airflow_provider_docsign.service.expiry import mask_email
 
 pytestmark = pytest.mark.integration
 
@@ -358,7 +359,8 @@ def test_rejection_fails_the_task_with_the_reason_and_downstream_does_not_run(
     error = (tmp_path / "failure.txt").read_text()
     assert f"envelope {envelope_id} is REJECTED" in error
     assert "Clause 7 is not what we agreed" in error
-    assert rejecter.email in error
+    assert f"({rejecter.role}, {mask_email(rejecter.email)})" in error
+    assert rejecter.email not in error  # masked, as in every log line
     assert sandbox.api_key not in error
 
 

@@ -19,6 +19,7 @@ from helpers import conn_json, numbered_signers
 
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.sandbox import SandboxServer
+from airflow_provider_docsign.service.expiry import mask_email
 from airflow_provider_docsign.triggers import DocsignEnvelopeTrigger
 
 pytestmark = pytest.mark.integration
@@ -94,13 +95,16 @@ def test_failure_event_on_rejection_with_reason(
     assert event["status"] == "failure", event
     assert f"envelope {envelope_id} is REJECTED" in event["message"]
     assert "The salary figure is wrong" in event["message"]
-    assert recipient.email in event["message"]
+    masked = mask_email(recipient.email)  # the event and the error carry the masked address only
+    assert f"({recipient.role}, {masked})" in event["message"]
+    assert recipient.email not in json.dumps(event)
     assert event["envelopes"][0]["rejections"] == [
         {
             "recipient_id": recipient.id,
             "name": recipient.name,
-            "email": recipient.email,
+            "email": masked,
             "reason": "The salary figure is wrong",
+            "role": recipient.role,
         }
     ]
 

@@ -2,7 +2,16 @@
 
 Collected only when ``DOCSIGN_SYSTEM_URL`` (the API base URL, ending in ``/api/v2``) and
 ``DOCSIGN_SYSTEM_API_KEY`` are set (see ``collect_ignore`` in ``tests/conftest.py``); run it with
-``make system-test``. Everything the tests create carries one run's unique external-id prefix and lives
+``make system-test``. Two optional variables open what a self-hosted instance allows beyond its API:
+
+* ``DOCSIGN_SYSTEM_DATABASE_URL`` (``postgresql://documenso@127.0.0.1:54320/documenso``): tests that
+  set the organisation's rate window or let a signing link expire now do it in the instance's
+  database, as its own jobs would;
+* ``DOCSIGN_SYSTEM_SEAL_CERT``: the PEM file of the instance's sealing certificate, to pin it.
+
+A test that needs one of them and does not have it is skipped, saying which.
+
+Everything the tests create carries one run's unique external-id prefix and lives
 in one folder made for the run. The session's finaliser deletes those envelopes and that folder even
 when a test fails, and touches nothing else on the instance.
 """
@@ -40,6 +49,8 @@ class SystemRun:
     folder_id: str
     envelope_ids: list[str] = field(default_factory=list)
     folder_ids: list[str] = field(default_factory=list)
+    #: Templates (and any other envelope) to delete at the end by id.
+    template_ids: list[str] = field(default_factory=list)
 
     def external_id(self, name: str) -> str:
         """A unique external id inside this run's prefix."""
@@ -75,7 +86,7 @@ def system_hook(system_conn: str) -> Iterator[DocsignHook]:
 def _cleanup(hook: DocsignHook, run: SystemRun) -> list[str]:
     """Delete every envelope of the run (by id and by prefix search) and its folders; return failures."""
     failures: list[str] = []
-    ids = dict.fromkeys(run.envelope_ids)
+    ids = dict.fromkeys([*run.envelope_ids, *run.template_ids])
     for folder_id in (run.folder_id, None):
         try:
             for summary in hook.find_envelopes(query=run.prefix, folder_id=folder_id):
@@ -106,6 +117,35 @@ def system_run(system_hook: DocsignHook) -> Iterator[SystemRun]:
     finally:
         failures = _cleanup(system_hook, run)
         assert not failures, "system-test cleanup left things behind: " + "; ".join(failures)
+
+
+@pytest.fixture(scope="session")
+def system_db() -> Callable[..., list[tuple[Any, ...]]]:
+    """Run SQL on the instance's database (``DOCSIGN_SYSTEM_DATABASE_URL``); skip the test without it."""
+    url = os.environ.get("DOCSIGN_SYSTEM_DATABASE_URL")
+    if not url:
+        pytest.skip(
+            "needs DOCSIGN_SYSTEM_DATABASE_URL (the instance's PostgreSQL) to change what the API cannot"
+        )
+    import psycopg2
+
+    def _run(sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        with psycopg2.connect(url, connect_timeout=10) as conn, conn.cursor() as cur:
+            cur.execute(sql, params)
+            return list(cur.fetchall()) if cur.description else []
+
+    return _run
+
+
+@pytest.fixture(scope="session")
+def seal_cert_pem() -> Path:
+    """The instance's sealing certificate (``DOCSIGN_SYSTEM_SEAL_CERT``); skip the test without it."""
+    path = os.environ.get("DOCSIGN_SYSTEM_SEAL_CERT")
+    if not path or not Path(path).is_file():
+        pytest.skip(
+            "needs DOCSIGN_SYSTEM_SEAL_CERT (the PEM of the instance's sealing certificate) to pin it"
+        )
+    return Path(path)
 
 
 @pytest.fixture

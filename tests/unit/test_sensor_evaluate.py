@@ -140,7 +140,8 @@ def test_rejection_names_envelope_recipient_and_reason(completed_json: dict[str,
     verdict = evaluate(snapshot(envelopes, ["envelope_ok", "envelope_bad"]), "COMPLETED", FAILS)
     assert verdict.outcome == "failure"
     assert "envelope envelope_bad is REJECTED" in verdict.message
-    assert "recipient 1 'Sam Signer' <signer@peer.test>" in verdict.message
+    assert "recipient 1 'Sam Signer' (SIGNER, s***@peer.test)" in verdict.message
+    assert "signer@peer.test" not in verdict.message
     assert "'Wrong salary figure'" in verdict.message
     assert "envelope_ok" not in verdict.message
 

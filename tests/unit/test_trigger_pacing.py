@@ -24,6 +24,36 @@ def test_rate_limit_headers_are_parsed_and_garbage_ignored() -> None:
     assert delta.limit is None
 
 
+def test_the_real_services_doubled_headers_give_the_tightest_window() -> None:
+    """Refused by the organisation's window, v2.17 sends each header twice (recorded in ops/*.429)."""
+    headers = {
+        "x-ratelimit-limit": "1000, 5",
+        "x-ratelimit-remaining": "836, 0",
+        "x-ratelimit-reset": f"{NOW + 40:.0f}, {NOW + 7:.0f}",
+    }
+    assert parse_rate_limit(headers) == RateLimit(limit=5, remaining=0, reset=NOW + 7)
+    # Lists of different lengths are garbled: no window at all rather than a wrong one.
+    assert parse_rate_limit({"x-ratelimit-remaining": "1, 2", "x-ratelimit-reset": str(NOW)}) is None
+
+
+def test_a_500_too_many_requests_is_a_rate_limit_error() -> None:
+    from airflow_provider_docsign.exceptions import DocsignRateLimitError, DocsignServerError
+    from airflow_provider_docsign.hooks._http import Redactor, api_error
+
+    body = b'{"error":"Something went wrong","code":"TOO_MANY_REQUESTS"}'
+    common = {
+        "headers": {"content-type": "application/json"},
+        "method": "GET",
+        "path": "/x",
+        "redact": Redactor(None),
+    }
+    limited = api_error(status=500, body=body, **common)  # type: ignore[arg-type]
+    assert isinstance(limited, DocsignRateLimitError)
+    assert limited.status_code == 500
+    other = api_error(status=500, body=b'{"error":"Something went wrong"}', **common)  # type: ignore[arg-type]
+    assert isinstance(other, DocsignServerError)
+
+
 def test_no_pause_while_the_budget_is_comfortable() -> None:
     pacer = Pacer()
     assert pacer.delay(NOW) == 0

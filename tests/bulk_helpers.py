@@ -1,4 +1,4 @@
-"""Shared by the bulk send's hostile modules: a template, rows, a CSV and counts at the sandbox."""
+"""Bulk campaigns in tests: a template, rows, a CSV, the result table, and counts at the sandbox."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from airflow_provider_docsign.sandbox import SandboxServer
 def make_template(hook: DocsignHook, pdf: Path) -> str:
     """A one-signer template: a ``company`` text field to prefill and a signature."""
     return hook.create_template(
-        title="Hostile template",
+        title="Renewal template",
         files=[pdf],
         recipients=[
             {
