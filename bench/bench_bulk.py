@@ -123,7 +123,8 @@ def campaign(
         )
     else:
         operator.update(
-            files=["{pdf}"],
+            files=["{pdf}"],  # a column of the row: it must lie under files_root
+            files_root=str(work),
             recipients=[{"email": "{email}", "name": "{name}", "role": "SIGNER", "fields": [SIGNATURE]}],
         )
     sb.clear_requests()

@@ -135,7 +135,9 @@ with DAG(
     @task
     def collect_ids(results: list[dict[str, Any]]) -> list[str]:
         """The envelope ids of all mapped creates, in customer order."""
-        return [result["envelope_id"] for result in results]
+        # One slice reads every mapped result at once. Iterating the lazy sequence instead reads one
+        # past the end, which Airflow 3 logs as an "[error] XCom not found" line in a successful run.
+        return [result["envelope_id"] for result in results[:]]
 
     envelope_ids = collect_ids(create_envelope.output)
 

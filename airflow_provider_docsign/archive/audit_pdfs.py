@@ -26,10 +26,15 @@ from airflow_provider_docsign.evidence.signatures import (
     verify_pdf_signatures,
 )
 
-__all__ = ["FAIL", "PASS", "UNREADABLE", "Outcome"]
+__all__ = ["FAIL", "PASS", "UNREADABLE", "Outcome", "pdf_reason", "why_unreadable"]
 
 _CHUNK = 1024 * 1024
 _MISSING = "missing: the file listed in the manifest does not exist"
+#: What ``strict`` says of a signature judged with no trust policy.
+NO_SIGNER_PINNED = (
+    "not trusted: no signer certificate pinned, and --strict was given: pin it with --trust PEM or "
+    "--fingerprint SHA256"
+)
 
 PASS = "PASS"  # noqa: S105 - an audit status, not a password
 FAIL = "FAIL"
@@ -48,6 +53,8 @@ class Outcome:
         cannot be parsed); the command exits 2 then.
     :param recorded_uri: For a manifest entry, the URI the manifest records for it.
     :param lookup: For a manifest entry, how the file was found (``LOOKUP_*``).
+    :param sha256_matches: For a manifest entry, whether the file's SHA-256 is the one listed
+        (``None``: it was not hashed: missing, refused, malformed).
     """
 
     file: str
@@ -56,6 +63,7 @@ class Outcome:
     unreadable: bool = False
     recorded_uri: str | None = None
     lookup: str | None = None
+    sha256_matches: bool | None = None
 
     @property
     def status(self) -> str:
@@ -87,18 +95,60 @@ def _open(path: Any, inside: Any = None) -> IO[bytes]:
     return stream
 
 
-def _unreadable(name: str, err: BaseException) -> Outcome:
+def why_unreadable(err: BaseException) -> str:
+    """Why a file could not be read, in words: never an exception's class name.
+
+    The operating system's own words (``Permission denied``) are kept; a decoding error says what the
+    bytes are not.
+    """
     if isinstance(err, FileNotFoundError):
-        reason = "the file does not exist"
-    elif isinstance(err, IsADirectoryError):
-        reason = "it is a directory, not a file"
-    elif isinstance(err, NotARegularFileError):
-        reason = f"it is {err.kind}, not a regular file; it was not read"
-    elif isinstance(err, UnreadablePdfError):
-        reason = str(err)
-    else:
-        reason = f"cannot be read: {type(err).__name__}: {err}"
+        return "the file does not exist"
+    if isinstance(err, IsADirectoryError):
+        return "it is a directory, not a file"
+    if isinstance(err, NotARegularFileError):
+        return f"it is {err.kind}, not a regular file; it was not read"
+    if isinstance(err, PermissionError):
+        return "permission denied: this user may not read it"
+    if isinstance(err, NotADirectoryError):
+        return "a part of its path is a file, not a directory"
+    if isinstance(err, OSError):
+        return f"it cannot be read ({err.strerror or 'an input/output error'})"
+    if isinstance(err, UnicodeDecodeError):
+        return "it is not text (its bytes are not UTF-8)"
+    if isinstance(err, RecursionError):
+        return "it is nested too deeply to be read"
+    if isinstance(err, ValueError) and hasattr(err, "lineno") and hasattr(err, "colno"):
+        return f"it is not valid JSON (line {err.lineno}, column {err.colno})"
+    if isinstance(err, (ValueError, MemoryError)):
+        return "it cannot be read: its contents are not what was expected"
+    return "it cannot be read"
+
+
+def pdf_reason(err: UnreadablePdfError) -> str:
+    """Why a file is not a readable PDF, without the parser's exception class name.
+
+    ``verify_pdf_signatures`` names the parser's exception (``PdfReadError: ...``); the auditor's
+    reader is told the file is damaged or no PDF, with pyHanko's own words when it gave some (an
+    ``AttributeError``'s text says nothing to an auditor).
+    """
+    text, cause = str(err), err.__cause__
+    marker = f": {type(cause).__name__}: " if cause is not None else None
+    if marker is None or marker not in text:
+        return text
+    head = text.split(marker, 1)[0]
+    words = getattr(cause, "msg", None) if type(cause).__module__.startswith("pyhanko") else None
+    detail = f" ({str(words)[:200]})" if words else ""
+    return f"{head}: it is damaged, or it is not a PDF{detail}"
+
+
+def _unreadable(name: str, err: BaseException) -> Outcome:
+    reason = pdf_reason(err) if isinstance(err, UnreadablePdfError) else why_unreadable(err)
     return Outcome(name, problems=[reason], unreadable=True)
+
+
+def strict_problems(report: SignatureReport, trust: TrustPolicy | None, strict: bool) -> list[str]:
+    """``strict``: a signed file judged with no trust policy fails (nobody said whose seal to trust)."""
+    return [NO_SIGNER_PINNED] if strict and trust is None and report.signed else []
 
 
 @dataclass(frozen=True)
@@ -134,7 +184,7 @@ def _open_listed(outcome: Any, path: Any, inside: Any, missing: str = _MISSING) 
             "it was not read"
         )
     except OSError as err:
-        outcome.problems.append(f"cannot be read: {type(err).__name__}: {err}")
+        outcome.problems.append(why_unreadable(err))
         outcome.unreadable = True
     return None
 
@@ -147,17 +197,24 @@ def _check_entry(
     *,
     inside: Any = None,
     at: Any = None,
+    strict: bool = False,
 ) -> None:
     """Open the entry's file (refusing anything but a regular file inside ``inside``) and check it."""
     stream = _open_listed(outcome, path, inside)
     if stream is None:
         return
     with stream:
-        _check_contents(outcome, stream, entry, trust, at)
+        _check_contents(outcome, stream, entry, trust, at, strict=strict)
 
 
 def _check_contents(
-    outcome: Outcome, stream: IO[bytes], entry: _Entry, trust: TrustPolicy | None, at: Any = None
+    outcome: Outcome,
+    stream: IO[bytes],
+    entry: _Entry,
+    trust: TrustPolicy | None,
+    at: Any = None,
+    *,
+    strict: bool = False,
 ) -> None:
     """The checks of one listed file, on its open stream: its SHA-256, then its signatures.
 
@@ -174,21 +231,23 @@ def _check_contents(
         outcome.problems.append(_MISSING)
         return
     except OSError as err:
-        outcome.problems.append(f"cannot be read: {type(err).__name__}: {err}")
+        outcome.problems.append(why_unreadable(err))
         outcome.unreadable = True
         return
-    if digest.hexdigest() != recorded:
+    outcome.sha256_matches = digest.hexdigest() == recorded
+    if not outcome.sha256_matches:
         outcome.problems.append(f"changed: sha256 is {digest.hexdigest()}, the manifest says {recorded}")
     try:
         outcome.report = verify_pdf_signatures(stream, trust=trust, label=outcome.file, at=at)
     except UnreadablePdfError as err:
         # The manifest lists it as an archived PDF: that it no longer parses is a failed check
         # (usually with "changed" above), not unusable input.
-        outcome.problems.append(str(err))
+        outcome.problems.append(pdf_reason(err))
         return
     except OSError as err:
-        outcome.problems.append(f"cannot be read: {type(err).__name__}: {err}")
+        outcome.problems.append(why_unreadable(err))
         outcome.unreadable = True
         return
     if outcome.report.signed or entry.signature_required:
         outcome.problems.extend(outcome.report.problems)
+    outcome.problems.extend(strict_problems(outcome.report, trust, strict))

@@ -55,6 +55,8 @@ from airflow_provider_docsign.archive.audit_pdfs import (
     _open,
     _open_listed,
     _unreadable,
+    strict_problems,
+    why_unreadable,
 )
 from airflow_provider_docsign.evidence.signatures import (
     TrustPolicy,
@@ -135,26 +137,38 @@ def audit_file(
             report = verify_pdf_signatures(stream, trust=trust, label=uri, at=options.at)
     except (OSError, UnreadablePdfError) as err:
         return _unreadable(uri, err)
-    return Outcome(uri, report, report.problems)
+    return Outcome(uri, report, [*report.problems, *strict_problems(report, trust, options.strict)])
+
+
+_GIVE = "give the manifest.json an archive wrote (or an archive's folder)"
 
 
 def _read_manifest(path: Any, uri: str, inside: Any = None) -> dict[str, Any]:
+    """The manifest as parsed; every reason it cannot be is said in words, with what to give instead."""
     try:
         with _open(path, inside) as stream:
             raw = stream.read(_MAX_MANIFEST_BYTES + 1)
-        if len(raw) > _MAX_MANIFEST_BYTES:
-            raise UnusableInput(f"manifest {uri} is larger than {_MAX_MANIFEST_BYTES} bytes")
-        manifest = json.loads(raw)
     except NotARegularFileError as err:
         raise UnusableInput(f"manifest {uri}: it is {err.kind}, not a regular file; it was not read") from err
     except OutsideFolderError as err:
         raise UnusableInput(
             f"manifest {uri}: a symbolic link leading outside {err.folder} (to {err.target}); it was not read"
         ) from err
-    except (OSError, ValueError, RecursionError) as err:
-        raise UnusableInput(f"manifest {uri}: {type(err).__name__}: {err}") from err
+    except OSError as err:
+        raise UnusableInput(f"manifest {uri}: {why_unreadable(err)}: {_GIVE}") from err
+    if len(raw) > _MAX_MANIFEST_BYTES:
+        raise UnusableInput(f"manifest {uri} is larger than {_MAX_MANIFEST_BYTES} bytes: {_GIVE}")
+    if raw.lstrip()[:5] == b"%PDF-":
+        raise UnusableInput(
+            f"manifest {uri} is a PDF, not a manifest: {_GIVE}; a PDF is verified when given "
+            "without --manifest"
+        )
+    try:
+        manifest = json.loads(raw)
+    except (ValueError, RecursionError) as err:
+        raise UnusableInput(f"manifest {uri}: {why_unreadable(err)}: {_GIVE}") from err
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), list):
-        raise UnusableInput(f"manifest {uri} is not an archive manifest (no 'files' list)")
+        raise UnusableInput(f"manifest {uri} is not an archive manifest (no 'files' list): {_GIVE}")
     return manifest
 
 
@@ -281,7 +295,7 @@ def _audit_one(
         outcome = Outcome(shown, recorded_uri=recorded, lookup=lookup)
         audited.outcomes.append(outcome)
         inside = folder if local and not by_uri else None
-        _check_entry(outcome, path, entry, trust, inside=inside, at=options.at)
+        _check_entry(outcome, path, entry, trust, inside=inside, at=options.at, strict=options.strict)
     inside = folder if local and not by_uri else None
     audited.outcomes.extend(_evidence(manifest, audited, trust, options, conn_id, by_uri, inside))
     return audited
@@ -341,6 +355,10 @@ def _evidence(
         options,
     )
     if token is not None:
+        # What the token proves is said of the listed files that still match their SHA-256 only.
+        listed = [*audited.outcomes, *out]
+        token.unproven = [o.file for o in listed if o.sha256_matches is not True]
+        token.proven = len(listed) - len(token.unproven)
         out.append(token)
     return out
 

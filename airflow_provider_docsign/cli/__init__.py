@@ -15,8 +15,9 @@ import argparse
 import contextlib
 import importlib
 import sys
+import traceback
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from airflow_provider_docsign.cli._common import (
     EXIT_UNUSABLE,
@@ -39,7 +40,8 @@ _EPILOG = """examples:
   docsign sandbox --port 8799 --data-dir /tmp/sandbox --api-key api_dev
   docsign webhooks check https://airflow.example.com:8090/docsign
 
-exit status: 0 ok, 1 a check failed, 2 unusable input or set-up; add --debug for a traceback."""
+exit status: 0 ok, 1 a check failed, 2 unusable input or set-up (a wrong argument included); --debug
+adds the traceback of a failure, never another exit status."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -50,6 +52,27 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_UNUSABLE, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        """As argparse's, with an unknown argument reported by the subcommand it was given to.
+
+        argparse hands a subcommand's unknown arguments up to the top parser, whose error line would
+        read ``docsign: error:``; it reads ``docsign verify: error:`` instead.
+        """
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            _chosen(self, parsed).error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+
+def _chosen(parser: argparse.ArgumentParser, parsed: argparse.Namespace) -> argparse.ArgumentParser:
+    """The deepest subcommand parser that ``parsed`` chose below ``parser`` (``parser`` if none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            sub = action.choices.get(getattr(parsed, action.dest, None) or "")
+            if sub is not None:
+                return _chosen(sub, parsed)
+    return parser
 
 
 def build_parser(prog: str = "docsign") -> argparse.ArgumentParser:
@@ -117,15 +140,20 @@ def run(argv: Sequence[str] | None, *, prog: str = "docsign", restore_state: boo
         name, and usage, ``--help`` and error lines name ``prog`` instead.
     :param restore_state: Undo the command's changes to logging and warnings when it ends (for
         in-process callers); the ``docsign`` console script, which owns its process, does not.
+    :return: The exit status, also for ``--help`` (0) and a usage error (2): nothing raises
+        ``SystemExit``.
     """
     isolate_airflow_home()
-    if prog == "docsign":
-        args = build_parser().parse_args(argv)
-        label = f"{prog} {args.command}"
-    else:
-        argv = list(sys.argv[1:] if argv is None else argv)
-        args = _subcommand_parser(argv[0], prog).parse_args(argv[1:])
-        label = prog
+    try:
+        if prog == "docsign":
+            args = build_parser().parse_args(argv)
+            label = f"{prog} {args.command}"
+        else:
+            argv = list(sys.argv[1:] if argv is None else argv)
+            args = _subcommand_parser(argv[0], prog).parse_args(argv[1:])
+            label = prog
+    except SystemExit as done:  # --help, --version, or a usage error (its one line is printed)
+        return done.code if isinstance(done.code, int) else EXIT_UNUSABLE
     # The console script owns its process; an in-process call gets its logging and warnings back.
     args.label = label  # a subcommand that reports errors itself uses the same prefix
     with process_state_restored() if restore_state else contextlib.nullcontext():
@@ -133,27 +161,42 @@ def run(argv: Sequence[str] | None, *, prog: str = "docsign", restore_state: boo
         try:
             status: int = args.func(args)
         except CliError as err:
-            if args.debug:
-                raise
-            print(f"{label}: error: {one_line(err.message)}", file=sys.stderr)
-            return err.status
+            return _failed(label, err.message, err.status, debug=args.debug)
         except KeyboardInterrupt:
             print(f"{label}: interrupted", file=sys.stderr)
             return 130
         except DocsignError as err:  # one of ours that the subcommand did not explain further
-            if args.debug:
-                raise
-            print(f"{label}: error: {one_line(str(err))}", file=sys.stderr)
-            return EXIT_UNUSABLE
+            return _failed(label, str(err), EXIT_UNUSABLE, debug=args.debug)
         except Exception as err:
-            if args.debug:
-                raise
-            print(
-                f"{label}: error: {type(err).__name__}: {one_line(str(err))} (run with --debug for details)",
-                file=sys.stderr,
-            )
-            return EXIT_UNUSABLE
+            return _failed(label, _unexpected(err), EXIT_UNUSABLE, debug=args.debug)
         return status
+
+
+def _failed(label: str, message: str, status: int, *, debug: bool) -> int:
+    """Report a failure: the traceback first with ``--debug``, then always the one line; the status.
+
+    ``--debug`` adds the traceback and changes nothing else: the exit status stays the one the failure
+    has without it (the docs reserve 1 for a failed check).
+    """
+    if debug:
+        traceback.print_exc(file=sys.stderr)
+    print(f"{label}: error: {one_line(message)}", file=sys.stderr)
+    return status
+
+
+def _unexpected(err: BaseException) -> str:
+    """A failure no subcommand explained, in words: never the exception's class name or raw text.
+
+    A file the system refused is named with the system's own words (``No space left on device``);
+    anything else is a bug to report, with ``--debug`` for the traceback.
+    """
+    if isinstance(err, OSError) and err.strerror:
+        where = f"{err.filename}: " if err.filename is not None else ""
+        return f"{where}{err.strerror} (run with --debug for the traceback)"
+    return (
+        "the command stopped on an unexpected failure (a bug, or input it does not check yet): run it "
+        "again with --debug for the traceback, and report it"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -62,12 +62,25 @@ def is_missing_connection(err: BaseException) -> bool:
 
 
 def missing_connection(conn_id: str) -> CliError:
-    """The error for a connection id that Airflow does not know, with the ways to define it."""
+    """The error for a connection id that Airflow does not know: where it was looked for, how to define it."""
     env = "AIRFLOW_CONN_" + conn_id.upper()
+    example = f"{env}='docsign://:API_KEY@app.documenso.com/api%2Fv2'"
+    if _AIRFLOW_HOME["source"] == "throw-away":
+        return CliError(
+            f"the connection {conn_id!r} is not defined: AIRFLOW_HOME is not set and {_DEFAULT_HOME} holds "
+            "no Airflow (no airflow.cfg), so only AIRFLOW_CONN_* variables and a secrets backend set with "
+            f"AIRFLOW__SECRETS__* were searched; set {env} (for example {example}), set AIRFLOW_HOME to "
+            "the Airflow home whose `airflow connections add` stored it, or name another one with --conn-id"
+        )
+    if _AIRFLOW_HOME["source"] == "default":
+        home = f"{os.environ.get('AIRFLOW_HOME')} (Airflow's default: AIRFLOW_HOME is not set)"
+    else:
+        home = f"{os.environ.get('AIRFLOW_HOME')} (AIRFLOW_HOME)"
     return CliError(
-        f"the connection {conn_id!r} is not defined: set {env} (for example "
-        f"{env}='docsign://:API_KEY@app.documenso.com/api%2Fv2'), add it with `airflow connections add`, "
-        "or name another one with --conn-id"
+        f"the connection {conn_id!r} is not defined in the Airflow home {home}; its metadata database, "
+        f"the AIRFLOW_CONN_* variables and its secrets backend were searched: add it there with "
+        f"`airflow connections add`, set {env} (for example {example}), point AIRFLOW_HOME at the Airflow "
+        "home that has it, or name another one with --conn-id"
     )
 
 
@@ -106,17 +119,44 @@ def service_error(err: DocsignError, conn_id: str, *, what: str = "the object") 
     return CliError(str(err))
 
 
-def isolate_airflow_home() -> None:
-    """Point ``AIRFLOW_HOME`` at a temporary directory when the user has not set one.
+#: Airflow's own default home when ``AIRFLOW_HOME`` is not set (``~`` is the user's ``HOME``).
+_DEFAULT_HOME = "~/airflow"
+#: Which home the command uses: "AIRFLOW_HOME" (set by the user), "default" (``~/airflow``, which
+#: holds an Airflow) or "throw-away" (a temporary one); set by :func:`isolate_airflow_home`.
+_AIRFLOW_HOME: dict[str, str] = {"source": "AIRFLOW_HOME"}
 
-    Importing Airflow with no ``AIRFLOW_HOME`` creates ``~/airflow`` (config, logs). A command-line
-    tool that only reads a PDF or calls the API must leave the user's home untouched, so it gets a
-    throw-away home, removed when the process exits. Connections then come from ``AIRFLOW_CONN_*``
-    environment variables (or a secrets backend configured through ``AIRFLOW__SECRETS__*``). Call it
-    before anything imports ``airflow``.
+
+def default_airflow_home() -> str | None:
+    """``~/airflow`` if it holds an Airflow (its ``airflow.cfg``), as Airflow's default home; else None.
+
+    ``airflow connections add`` with no ``AIRFLOW_HOME`` stores the connection there, in the metadata
+    database that ``airflow.cfg`` names.
+    """
+    home = os.path.expanduser(_DEFAULT_HOME)
+    return home if os.path.isfile(os.path.join(home, "airflow.cfg")) else None
+
+
+def isolate_airflow_home() -> None:
+    """Use the Airflow home Airflow itself would use, or a throw-away one when there is none.
+
+    With ``AIRFLOW_HOME`` set, that home. Without it, Airflow uses ``~/airflow``: when that directory
+    holds an Airflow (an ``airflow.cfg``, as ``airflow connections add`` or ``airflow db migrate``
+    leave), the command uses it too, so a connection stored there is found. Otherwise importing Airflow
+    would create ``~/airflow`` (config, logs), and a command-line tool that only reads a PDF or calls
+    the API must leave the user's home untouched: it gets a throw-away home, removed when the process
+    exits, and connections come from ``AIRFLOW_CONN_*`` environment variables (or a secrets backend
+    configured through ``AIRFLOW__SECRETS__*``). Call it before anything imports ``airflow``.
     """
     if os.environ.get("AIRFLOW_HOME"):
+        _AIRFLOW_HOME["source"] = "AIRFLOW_HOME"
         return
+    default = default_airflow_home()
+    if default:
+        # What `airflow` itself uses with no AIRFLOW_HOME (set, so that an empty value means the same).
+        os.environ["AIRFLOW_HOME"] = default
+        _AIRFLOW_HOME["source"] = "default"
+        return
+    _AIRFLOW_HOME["source"] = "throw-away"
     home = tempfile.mkdtemp(prefix="docsign-cli-airflow-home-")
     atexit.register(shutil.rmtree, home, ignore_errors=True)
     # atexit does not run when SIGTERM kills the process (``docsign sandbox`` is stopped that way, and

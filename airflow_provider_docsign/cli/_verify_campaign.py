@@ -29,6 +29,7 @@ from airflow_provider_docsign.archive.audit_campaign import (
     audit_envelopes,
     find_manifests,
 )
+from airflow_provider_docsign.archive.audit_evidence import NOT_PINNED
 from airflow_provider_docsign.cli._common import EXIT_CHECK_FAILED, EXIT_OK, EXIT_UNUSABLE, CliError, one_line
 from airflow_provider_docsign.cli._verify_output import lines, report_unreadable
 
@@ -136,6 +137,18 @@ def _verdict_lines(verdict: Verdict) -> list[str]:
     return out
 
 
+def _unpinned(audited: Audited) -> int:
+    """How many envelopes carry a timestamp (token or LTV copy) whose TSA nobody pinned."""
+    return sum(
+        1
+        for verdict in audited.verdicts
+        if any(
+            getattr(o, "timestamp", None) is not None and o.timestamp.trusted is None
+            for o in verdict.outcomes
+        )
+    )
+
+
 def report(args: argparse.Namespace, label: str, audited: Audited) -> int:
     """Print the campaign's audit; the exit status."""
     unreadable = [o for o in audited.files if o.unreadable]
@@ -155,6 +168,12 @@ def report(args: argparse.Namespace, label: str, audited: Audited) -> int:
                 print("\n".join(lines(outcome)))
         for verdict in audited.verdicts:
             print("\n".join(_verdict_lines(verdict)))
+        unpinned = _unpinned(audited)
+        if unpinned:
+            print(
+                f"note: {NOT_PINNED} for the timestamps of {_plural(unpinned, 'envelope')}: pin it with "
+                "--tsa-cert PEM or --tsa-fingerprint SHA256 (--strict fails them)"
+            )
     report_unreadable(label, unreadable)
     # With --json stdout holds the JSON document only: the summary goes to stderr then.
     print(summary_line(label, audited), file=sys.stderr if args.json else sys.stdout)

@@ -14,10 +14,13 @@ import json
 import sys
 from typing import Any
 
+from airflow_provider_docsign.cli import _arguments as types
 from airflow_provider_docsign.cli._common import EXIT_CHECK_FAILED, EXIT_OK, CliError, missing_extra
 
 # Same bounds as airflow_provider_docsign.preview (not imported here: --help must work without pypdf).
 _MIN_DPI, _MAX_DPI = 18, 600
+#: A payload larger than this is not a payload (JSON of fields; the PDFs are separate files).
+_MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 
 _EPILOG = """examples:
   docsign preview docs/preview-example-payload.json contract.pdf -o preview/
@@ -45,13 +48,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The preview's arguments."""
     parser.add_argument(
         "payload",
+        type=types.path("the JSON file of a payload"),
         help="JSON file: a creation payload with 'recipients' (fields nested in each), or just the "
         "recipients list",
     )
-    parser.add_argument("files", nargs="+", help="the PDFs, in upload order (identifier 0, 1, ...)")
-    parser.add_argument("-o", "--output", required=True, help="output directory (created if needed)")
     parser.add_argument(
-        "--dpi", type=int, default=100, help=f"PNG resolution, {_MIN_DPI}-{_MAX_DPI} (default 100)"
+        "files",
+        nargs="+",
+        type=types.path("the path of a PDF"),
+        help="the PDFs, in upload order (identifier 0, 1, ...)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=types.path("an output directory"),
+        help="output directory (created if needed)",
+    )
+    parser.add_argument(
+        "--dpi",
+        type=types.whole(_MIN_DPI, _MAX_DPI, "a resolution in dots per inch"),
+        default=100,
+        help=f"PNG resolution, {_MIN_DPI}-{_MAX_DPI} (default 100)",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument(
@@ -73,11 +91,15 @@ def run(args: argparse.Namespace) -> int:
     from airflow_provider_docsign.exceptions import DocsignValidationError
     from airflow_provider_docsign.preview import render_field_preview
 
+    give = "give a JSON file with a creation payload or a recipients list"
     try:
         with open_regular_file(args.payload) as fh:  # a FIFO is refused, never waited on
-            payload = json.loads(fh.read().decode("utf-8"))
+            data = fh.read(_MAX_PAYLOAD_BYTES + 1)
+        if len(data) > _MAX_PAYLOAD_BYTES:
+            raise CliError(f"the payload {args.payload} is larger than {_MAX_PAYLOAD_BYTES} bytes: {give}")
+        payload = json.loads(data.decode("utf-8"))
     except (OSError, ValueError, RecursionError) as err:
-        raise CliError(f"cannot read the payload {args.payload}: {err}") from err
+        raise CliError(f"cannot read the payload {args.payload}: {types.describe(err)}: {give}") from err
     try:
         result = render_field_preview(args.files, payload, args.output, dpi=args.dpi)
     except DocsignValidationError as err:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from airflow_provider_docsign.cli._arguments import identifier
 from airflow_provider_docsign.cli._common import (
     CliError,
     is_missing_connection,
@@ -44,10 +45,15 @@ def register(subparsers: Any) -> None:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    show.add_argument("template_id", help="the template's envelope id (envelope_...)")
+    show.add_argument(
+        "template_id",
+        type=identifier("a template's envelope id, e.g. envelope_abc123"),
+        help="the template's envelope id (envelope_...)",
+    )
     show.add_argument(
         "--conn-id",
         default="docsign_default",
+        type=identifier("an Airflow connection id, e.g. docsign_default"),
         help="the Airflow connection, type docsign (default: %(default)s)",
     )
     show.set_defaults(func=run)

@@ -31,6 +31,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from airflow_provider_docsign.cli import _arguments as types
 from airflow_provider_docsign.cli._common import (
     EXIT_CHECK_FAILED,
     EXIT_OK,
@@ -50,13 +51,18 @@ _EPILOG = """examples:
   docsign verify --manifest archive/*/manifest.json         # or many manifests
   docsign verify --manifest s3://bucket/contracts/env_123/manifest.json --conn-id aws_archive --by-uri
   docsign verify --json archive/env_123/01-contract.pdf
-  docsign verify --manifest archive/env_123/manifest.json --tsa-cert tsa.pem --require-timestamp
+  docsign verify --manifest archive/env_123/manifest.json --tsa-cert tsa.pem
+  docsign verify --manifest archive/env_123/manifest.json --trust sealing.pem --strict
   docsign verify --validation-time 2031-06-01T00:00:00Z archive/env_123/01-contract.ltv.pdf
 
 --manifest checks the files beside the manifest (by the relative paths it records), so a copy of an
 archive is audited as it is; --by-uri checks the URIs the manifest records instead. The token beside
 a manifest (manifest.json.tsr) and the long-term validation copies it lists (NAME.ltv.pdf) are
-checked too; a .ltv.pdf given as a file is checked as of its document timestamp.
+checked too; a .ltv.pdf given as a file is checked as of its document timestamp. A token dated more
+than 5 minutes after now (or after --validation-time, when that is earlier) fails. --tsa-cert or
+--tsa-fingerprint implies --require-timestamp. A timestamp whose TSA is not pinned is reported
+"not trusted: no TSA pinned"; --strict fails it (and a signature checked with no --trust or
+--fingerprint).
 
 --manifest takes every path up to the next option. A folder is searched for every manifest.json in
 it (8 levels deep, links not followed): a campaign's archive, audited envelope by envelope, with one
@@ -76,7 +82,11 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "files", nargs="*", metavar="FILE_OR_URI", help="PDF paths or URIs (s3://..., file://...)"
+        "files",
+        nargs="*",
+        metavar="FILE_OR_URI",
+        type=types.path("the path or URI of a PDF"),
+        help="PDF paths or URIs (s3://..., file://...)",
     )
     parser.add_argument(
         "--manifest",
@@ -84,6 +94,7 @@ def register(subparsers: Any) -> None:
         nargs="+",
         default=[],
         metavar="URI",
+        type=types.path("the path of a manifest.json, or an archive's folder"),
         help="archive manifest(s), or a campaign's folder to search for every manifest.json (repeatable)",
     )
     parser.add_argument(
@@ -92,13 +103,19 @@ def register(subparsers: Any) -> None:
         help="with --manifest: check the URIs the manifest records, not the files beside it",
     )
     parser.add_argument(
-        "--trust", action="append", default=[], metavar="PEM", help="trusted certificate file(s) (repeatable)"
+        "--trust",
+        action="append",
+        default=[],
+        metavar="PEM",
+        type=types.path("the PEM file of a trusted certificate"),
+        help="trusted certificate file(s) (repeatable)",
     )
     parser.add_argument(
         "--fingerprint",
         action="append",
         default=[],
         metavar="SHA256",
+        type=types.fingerprint,
         help="pinned SHA-256 fingerprint of the signer certificate (repeatable)",
     )
     parser.add_argument(
@@ -106,14 +123,17 @@ def register(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="PEM",
-        help="pinned TSA certificate(s): a timestamp by any other TSA fails (repeatable)",
+        type=types.path("the PEM file of the TSA's certificate"),
+        help="pinned TSA certificate(s): a timestamp by any other TSA fails, and a manifest without its "
+        "token fails (implies --require-timestamp; repeatable)",
     )
     parser.add_argument(
         "--tsa-fingerprint",
         action="append",
         default=[],
         metavar="SHA256",
-        help="pinned SHA-256 fingerprint of the TSA certificate (repeatable)",
+        type=types.fingerprint,
+        help="pinned SHA-256 fingerprint of the TSA certificate (implies --require-timestamp; repeatable)",
     )
     parser.add_argument(
         "--require-timestamp",
@@ -121,12 +141,25 @@ def register(subparsers: Any) -> None:
         help="with --manifest: a manifest without its timestamp token (manifest.json.tsr) fails",
     )
     parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail what is not judged trusted: a timestamp whose TSA is not pinned, a signature checked "
+        "with no --trust or --fingerprint",
+    )
+    parser.add_argument(
         "--validation-time",
         default=None,
         metavar="ISO8601",
-        help="judge signatures as of this time instead of now, e.g. 2031-06-01T00:00:00Z",
+        type=types.validation_time,
+        help="judge signatures as of this time instead of now, e.g. 2031-06-01T00:00:00Z (a date, a "
+        "time and a zone)",
     )
-    parser.add_argument("--conn-id", default=None, help="Airflow connection for s3:// and other stores")
+    parser.add_argument(
+        "--conn-id",
+        default=None,
+        type=types.identifier("an Airflow connection id, e.g. aws_archive"),
+        help="Airflow connection for s3:// and other stores",
+    )
     parser.add_argument("--json", action="store_true", help="print the results as JSON (stdout: JSON only)")
     # Also accepted after the subcommand (python -m airflow_provider_docsign.verify --debug ...).
     parser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
@@ -171,24 +204,59 @@ def _import_airflow_quietly(*, debug: bool) -> None:
     warnings.simplefilter("ignore", PendingDeprecationWarning)
 
 
-def _evidence_options(args: argparse.Namespace, verify: Any) -> Any:
-    """The timestamp and long-term validation options (:class:`.verify_evidence.EvidenceOptions`)."""
-    from airflow_provider_docsign.archive.audit_evidence import EvidenceOptions, parse_validation_time
+def _trust_policy(
+    option: str, sources: list[str], fingerprints: list[str], verify: Any, conn_id: str | None
+) -> Any:
+    """The trust policy of ``--trust``/``--fingerprint`` (or the TSA's), each file read on its own.
+
+    A file that cannot be used is named with its option, and what to give instead, in words.
+    """
     from airflow_provider_docsign.evidence.signatures import TrustPolicy
 
+    texts: list[Any] = []
+    for source in sources:
+        try:
+            policy = TrustPolicy.from_sources([verify.to_path(source, conn_id)])
+        except OSError as err:
+            raise CliError(
+                f"{option} {source}: {types.describe(err)}: give the PEM file of a certificate"
+            ) from err
+        except ValueError as err:
+            raise CliError(
+                f"{option} {source}: it holds no PEM certificate (no -----BEGIN CERTIFICATE----- block): "
+                "give the certificate in PEM form (openssl x509 -in cert.der -inform der -out cert.pem)"
+            ) from err
+        texts.extend(policy.certificates if policy else ())
+    if not texts and not fingerprints:
+        return None
+    return TrustPolicy(certificates=tuple(texts), fingerprints=frozenset(_normal(f) for f in fingerprints))
+
+
+def _normal(value: str) -> str:
+    from airflow_provider_docsign.evidence.certificate_trust import normalize_fingerprint
+
+    return normalize_fingerprint(value)
+
+
+def _evidence_options(args: argparse.Namespace, verify: Any) -> Any:
+    """The timestamp and long-term validation options (:class:`.verify_evidence.EvidenceOptions`).
+
+    A pinned TSA implies ``--require-timestamp`` (a pin says which TSA's word counts; a manifest
+    with no token then has none).
+    """
+    from airflow_provider_docsign.archive.audit_evidence import EvidenceOptions
+
     if args.require_timestamp and not args.manifest:
-        raise CliError("--require-timestamp applies to --manifest only")
-    try:
-        tsa_trust = TrustPolicy.from_sources(
-            [verify.to_path(p, args.conn_id) for p in args.tsa_cert], fingerprints=args.tsa_fingerprint
+        raise CliError(
+            "--require-timestamp applies to --manifest only: give the archive's manifest with --manifest"
         )
-    except (OSError, ValueError) as err:
-        raise CliError(f"TSA trust: {type(err).__name__}: {err}") from err
-    try:
-        at = parse_validation_time(args.validation_time) if args.validation_time else None
-    except ValueError as err:
-        raise CliError(f"--validation-time: {err}") from err
-    return EvidenceOptions(tsa_trust=tsa_trust, require_timestamp=args.require_timestamp, at=at)
+    tsa_trust = _trust_policy("--tsa-cert", args.tsa_cert, args.tsa_fingerprint, verify, args.conn_id)
+    return EvidenceOptions(
+        tsa_trust=tsa_trust,
+        require_timestamp=args.require_timestamp,
+        at=args.validation_time,
+        strict=args.strict,
+    )
 
 
 def _inputs(args: argparse.Namespace, verify: Any) -> tuple[list[str], list[str], list[str]]:
@@ -220,9 +288,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.files and not args.manifest:
         raise CliError("give at least one FILE_OR_URI or --manifest URI (see docsign verify --help)")
     if args.by_uri and not args.manifest:
-        raise CliError("--by-uri applies to --manifest only")
+        raise CliError("--by-uri applies to --manifest only: give the archive's manifest with --manifest")
     from airflow_provider_docsign.archive import auditor as verify
-    from airflow_provider_docsign.evidence.signatures import TrustPolicy
 
     label = getattr(args, "label", "docsign verify")
     files, manifests, folders = _inputs(args, verify)
@@ -232,12 +299,7 @@ def run(args: argparse.Namespace) -> int:
         if any(verify.is_remote(uri) for uri in [*args.files, *args.manifest, *args.trust, *args.tsa_cert]):
             _import_airflow_quietly(debug=bool(getattr(args, "debug", False)))
         _quiet_pyhanko_to_stderr()
-        try:
-            trust = TrustPolicy.from_sources(
-                [verify.to_path(p, args.conn_id) for p in args.trust], fingerprints=args.fingerprint
-            )
-        except (OSError, ValueError) as err:
-            raise CliError(f"trust policy: {type(err).__name__}: {err}") from err
+        trust = _trust_policy("--trust", args.trust, args.fingerprint, verify, args.conn_id)
         options = _evidence_options(args, verify)
         if folders or len(dict.fromkeys(manifests)) > 1:
             from airflow_provider_docsign.cli import _verify_campaign as campaign

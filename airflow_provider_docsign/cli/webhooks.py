@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from airflow_provider_docsign.cli import _arguments as types
 from airflow_provider_docsign.cli._common import EXIT_CHECK_FAILED, EXIT_OK, CliError
 from airflow_provider_docsign.service.webhook_urls import (
     BYPASS_SETTING,
@@ -56,7 +57,9 @@ def register(subparsers: Any) -> None:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    check.add_argument("url", metavar="URL", help="the webhook subscription URL")
+    check.add_argument(
+        "url", metavar="URL", type=types.text("an http(s) URL"), help="the webhook subscription URL"
+    )
     check.add_argument(
         "--bypass-hosts",
         default="",

@@ -12,6 +12,9 @@ file alike (:func:`verify_timestamp`):
 * for a fresh answer, the nonce is the one sent;
 * the CMS signature over the ``TSTInfo`` is intact and verifies with the signer certificate, which
   must be a timestamping certificate (extended key usage ``timeStamping``);
+* ``genTime`` is not in the future: no later than the moment of the check (now, or an earlier
+  moment the check is made as of) plus :data:`CLOCK_TOLERANCE` (5 minutes). A TSA cannot sign a time
+  that has not come: a later ``genTime`` is a TSA with a wrong clock or a token made up;
 * with a :class:`~airflow_provider_docsign.evidence.signatures.TrustPolicy` (pinned TSA certificates or
   fingerprints), the signer certificate must be pinned or chain to one of them, as of ``genTime``.
   Without one, ``trusted`` is ``None``: the token is self-consistent, but anyone can make such a
@@ -30,7 +33,7 @@ import secrets
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from asn1crypto import cms, core, tsp
@@ -38,6 +41,7 @@ from asn1crypto import cms, core, tsp
 from airflow_provider_docsign.evidence.signatures import TrustPolicy
 
 __all__ = [
+    "CLOCK_TOLERANCE",
     "CONTENT_TYPE_QUERY",
     "CONTENT_TYPE_REPLY",
     "TOKEN_SUFFIX",
@@ -55,6 +59,9 @@ TOKEN_SUFFIX = ".tsr"  # noqa: S105 - a file suffix, not a password
 HASH_ALGORITHM = "sha256"
 _HASHES = {"sha256": hashlib.sha256, "sha384": hashlib.sha384, "sha512": hashlib.sha512}
 _GRANTED = frozenset({"granted", "granted_with_mods"})
+#: How far a token's ``genTime`` may lie after the moment of the check: the clocks of the TSA and of
+#: the machine that checks may differ by this much. A ``genTime`` later than that fails.
+CLOCK_TOLERANCE = timedelta(minutes=5)
 
 
 class TimestampError(Exception):
@@ -311,7 +318,9 @@ def verify_timestamp(
     :param digest: Or the digest itself (it must be of the token's hash algorithm).
     :param trust: Pinned TSA certificates/fingerprints; ``None``: ``trusted`` is not judged.
     :param nonce: The nonce sent with the request (fresh answers only).
-    :param now: The time of the check (default: now); only for the "expired since" note.
+    :param now: The moment the check is made as of (default: now): a ``genTime`` later than it (or
+        than the real now, whichever is earlier) by more than :data:`CLOCK_TOLERANCE` fails, and a
+        TSA certificate expired by then is noted.
     :raises TimestampError: When ``token`` is not a timestamp, or the TSA refused the request.
     """
     if (data is None) == (digest is None):
@@ -347,6 +356,9 @@ def verify_timestamp(
             "for this request"
         )
     gen_time = info["gen_time"].native
+    future = _future_problem(gen_time, now)
+    if future:
+        problems.append(future)
     checked = _check_signature(loaded, gen_time, trust)
     signer = checked.get("signer")
     intact, valid = bool(checked.get("intact")), bool(checked.get("valid"))
@@ -404,6 +416,29 @@ def verify_timestamp(
         trusted=trusted,
         problems=tuple(problems),
         notes=tuple(notes),
+    )
+
+
+def _future_problem(gen_time: datetime, at: datetime | None) -> str | None:
+    """Why ``gen_time`` lies in the future of the check, or ``None`` when it does not.
+
+    The check is made as of ``at`` (``--validation-time``) or now; an ``at`` later than now does not
+    move the limit: a token dated after the real now is from the future whatever moment is asked for.
+    """
+    wall = datetime.now(timezone.utc)
+    reference, given = (at, True) if at is not None and at < wall else (wall, False)
+    if gen_time <= reference + CLOCK_TOLERANCE:
+        return None
+    minutes = int(CLOCK_TOLERANCE.total_seconds() // 60)
+    if given:
+        return (
+            f"genTime {_iso(gen_time)} is later than the moment it is checked as of ({_iso(reference)}) "
+            f"by more than the {minutes} minutes clocks may differ: as of then this token did not exist"
+        )
+    return (
+        f"genTime {_iso(gen_time)} is in the future: later than now ({_iso(reference)}) by more than the "
+        f"{minutes} minutes clocks may differ. A TSA cannot sign a time that has not come: its clock is "
+        "wrong, or the token was made up"
     )
 
 

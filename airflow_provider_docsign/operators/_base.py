@@ -35,6 +35,7 @@ from airflow_provider_docsign.operators.links import (
     DocsignEnvelopeLink,
     envelope_link_payload,
 )
+from airflow_provider_docsign.service.ids import ID_FORM, as_id
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
@@ -232,6 +233,8 @@ class DocsignBaseOperator(BaseOperator):
     """
 
     operator_extra_links: tuple[BaseOperatorLink, ...] = (DocsignEnvelopeLink(),)
+    #: What :meth:`push_envelope_link` stored in this process (read by the link when the task ends).
+    docsign_link_payload: dict[str, Any] | None = None
 
     def __init__(self, *, docsign_conn_id: str = DEFAULT_CONN_ID, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -267,6 +270,7 @@ class DocsignBaseOperator(BaseOperator):
         """
         payload = envelope_link_payload(web_url=self.hook.web_url, envelope_id=envelope_id, envelope=envelope)
         self.xcom_push_safe(context, ENVELOPE_LINK_XCOM_KEY, payload)
+        self.docsign_link_payload = dict(payload)
 
     def read_envelope(self, context: Context, envelope_id: str) -> Envelope:
         """Read the envelope and store its extra link; an error no retry can fix fails the task at once.
@@ -427,14 +431,15 @@ def field_problems(
 
 
 def _as_int(value: Any) -> Any:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return value
+    number = as_id(value)
+    return value if number is None else number
 
 
 def id_list(entries: Any, what: str) -> tuple[list[int], list[str]]:
     """The integer ``id`` of each entry of a non-empty list of objects, and the problems found.
+
+    An id may be given as its digit string (``"100"``, what Jinja renders): see
+    :func:`~airflow_provider_docsign.service.ids.as_id`.
 
     :param entries: The operator's list argument (``recipients``, ``fields``).
     :param what: Its name, for messages.
@@ -445,10 +450,13 @@ def id_list(entries: Any, what: str) -> tuple[list[int], list[str]]:
     problems: list[str] = []
     for n, entry in enumerate(entries):
         value = entry.get("id") if isinstance(entry, dict) else None
-        if isinstance(value, bool) or not isinstance(value, int):
-            problems.append(f"{what}[{n}]: 'id' must be the integer id of one of the envelope's {what}")
+        number = as_id(value)
+        if number is None:
+            problems.append(
+                f"{what}[{n}]: 'id' must be the id of one of the envelope's {what} ({ID_FORM}), not {value!r}"
+            )
         else:
-            ids.append(value)
+            ids.append(number)
     if len(set(ids)) != len(ids):
         problems.append(f"{what}: an id is given twice")
     return ids, problems
@@ -457,13 +465,12 @@ def id_list(entries: Any, what: str) -> tuple[list[int], list[str]]:
 def one_id(value: Any, name: str) -> int:
     """``value`` as a positive integer id, or fail the task at once (a validation error).
 
-    :param value: The operator's argument (an int or its decimal string, after templating).
+    :param value: The operator's argument (an int or its digit string, after templating).
     :param name: Its name, for the message.
     """
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        number = 0
-    if isinstance(value, bool) or number < 1:
-        raise fail_now(DocsignValidationError([f"{name} must be a positive integer, not {value!r}"], name))
+    number = as_id(value)
+    if number is None or number < 1:
+        raise fail_now(
+            DocsignValidationError([f"{name} must be a positive integer id ({ID_FORM}), not {value!r}"], name)
+        )
     return number

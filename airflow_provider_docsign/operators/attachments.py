@@ -3,7 +3,10 @@
 Each operator reads the envelope first and refuses, before sending anything, a change the service
 would refuse: attachments of a COMPLETED or REJECTED envelope cannot change (400 ``INVALID_REQUEST``
 "Attachments can not be modified after the document has been completed or rejected"). Labels and links
-are checked locally (a label, an ``https`` URL); see :mod:`airflow_provider_docsign.service.attachments`.
+are checked before the envelope is read, so a bad one sends nothing at all: a label, and an ``https``
+link that Python and browsers read alike, with no user name or password and no host label that mixes
+scripts; see :mod:`airflow_provider_docsign.service.attachments` and
+:mod:`airflow_provider_docsign.service.link_safety`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from airflow_provider_docsign.operators._base import PERMANENT_ERRORS, DocsignBa
 from airflow_provider_docsign.service.attachments import (
     Attachment,
     attachment_problems,
+    label_problems,
     normalize_attachments,
+    url_problems,
 )
 from airflow_provider_docsign.service.corrections import attachment_change_refusal
 
@@ -80,9 +85,11 @@ def _one_of(attachment_id: Any, label: Any, label_name: str) -> tuple[str | None
 class DocsignAddAttachmentsOperator(_AttachmentOperator):
     """Attach labelled links (terms and conditions, a price list...) to an envelope.
 
-    Every link is checked locally first (a label; an absolute ``https`` URL: the service would also take
-    ``http``, this provider does not) and nothing is sent unless all pass. A link already on the
-    envelope with the same label and URL is not added twice, so the task is safe to retry.
+    Every link is checked locally first (a label; an ``https`` URL, where the service would also take
+    ``http``; one host for Python and browsers; no user name or password; no host label that mixes
+    scripts, such as ``xn--pple-43d.com``) and nothing is sent, nor read, unless all pass. A link
+    already on the envelope with the same label and URL is not added twice, so the task is safe to
+    retry.
 
     Returns ``[{"id", "label", "url", "type", "added"}]`` in the order given (``added`` is False for a link
     that was already there).
@@ -103,7 +110,7 @@ class DocsignAddAttachmentsOperator(_AttachmentOperator):
 
     def execute(self, context: Context) -> list[dict[str, Any]]:
         """Check the links, then add the ones not there yet."""
-        wanted, problems = normalize_attachments(self.attachments)
+        wanted, problems = normalize_attachments(self.attachments, text=True)
         if problems:
             raise fail_now(DocsignValidationError(problems, "attachments"))
         existing = self._open(context, "/envelope/attachment/create")
@@ -130,7 +137,9 @@ class DocsignUpdateAttachmentOperator(_AttachmentOperator):
 
     The attachment is found by ``attachment_id``, or by its current label (``match_label``). What is not
     given keeps its current value (the service needs both on every update). The new values are checked
-    locally first. Safe to retry: setting the same values again changes nothing.
+    before anything is read (as :class:`DocsignAddAttachmentsOperator` checks them), and a kept link
+    must pass the same rules, since the update sends it again. Safe to retry: setting the same values
+    again changes nothing.
 
     Returns ``{"id", "label", "url", "type"}`` as the attachment is now.
 
@@ -166,6 +175,12 @@ class DocsignUpdateAttachmentOperator(_AttachmentOperator):
         attachment_id, match_label = _one_of(self.attachment_id, self.match_label, "match_label")
         if self.new_label is None and self.new_url is None:
             raise fail_now(DocsignValidationError(["give new_label or new_url (or both)"], "attachment"))
+        early = [
+            *(label_problems(self.new_label, "new_label", text=True) if self.new_label is not None else []),
+            *(url_problems(self.new_url, "new_url", text=True) if self.new_url is not None else []),
+        ]
+        if early:
+            raise fail_now(DocsignValidationError(early, "attachment"))
         existing = self._open(context, "/envelope/attachment/update")
         current = self._pick(existing, attachment_id, match_label)
         if current is None:
@@ -177,7 +192,7 @@ class DocsignUpdateAttachmentOperator(_AttachmentOperator):
             )
         label = current.label if self.new_label is None else self.new_label
         url = current.url if self.new_url is None else self.new_url
-        problems = attachment_problems(label, url)
+        problems = attachment_problems(label, url, text=True)
         if problems:
             raise fail_now(DocsignValidationError(problems, "attachment"))
         try:

@@ -21,6 +21,7 @@ from airflow_provider_docsign.operators._base import (
     resolve_files,
     status_value,
 )
+from airflow_provider_docsign.operators._created import recipient_and_field_ids
 from airflow_provider_docsign.service.expiry import DEFAULT as DEFAULT_PERIOD
 from airflow_provider_docsign.service.expiry import period_meta_fields
 from airflow_provider_docsign.service.models import EnvelopeStatus
@@ -56,7 +57,12 @@ class DocsignCreateEnvelopeOperator(DocsignBaseOperator):
     ``"contract-{{ run_id }}-{{ params.customer_id }}"``. A warning is emitted at DAG parse time when
     ``retries > 0`` and no ``external_id`` is given.
 
-    Returns ``{"envelope_id", "item_ids" (in the order of files), "external_id", "status"}``.
+    Returns ``{"envelope_id", "item_ids" (in the order of files), "external_id", "status",
+    "recipients": [{"id", "email", "name", "role", "signing_order"}], "fields": [{"id", "type",
+    "recipient_id", "envelope_item_id", "page", "label"}]}``: the ids later tasks need to correct or
+    remind a recipient or move a field, e.g.
+    ``"{{ ti.xcom_pull(task_ids='create')['recipients'][0]['id'] }}"`` (a digit string is accepted
+    wherever an id is).
 
     :param title: The envelope title (1-255 characters). Templated.
     :param files: The PDFs, in order: local paths, ``ObjectStoragePath`` objects or URIs such as
@@ -172,6 +178,7 @@ class DocsignCreateEnvelopeOperator(DocsignBaseOperator):
             "item_ids": envelope.item_ids,
             "external_id": envelope.external_id if envelope.external_id is not None else self.external_id,
             "status": status_value(envelope.status),
+            **recipient_and_field_ids(envelope),
         }
         self.log.info(
             "Envelope %s is %s with %d item(s)", envelope.id, result["status"], len(result["item_ids"])

@@ -24,6 +24,7 @@ from airflow_provider_docsign.service.corrections import (
     fields_update_refusal,
     matching_fields,
 )
+from airflow_provider_docsign.service.ids import with_int_ids
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
@@ -66,7 +67,7 @@ class DocsignAddFieldsOperator(DocsignBaseOperator):
         problems = field_shape_problems(self.fields)
         if problems:
             raise fail_now(DocsignValidationError(problems, context="fields"))
-        fields = [dict(f) for f in self.fields]
+        fields = [dict(f) for f in with_int_ids(self.fields, ("recipientId",))]  # "100" from Jinja: 100
         try:
             envelope = self.hook.get_envelope(envelope_id)
             self.push_envelope_link(context, envelope_id, envelope)
@@ -141,11 +142,12 @@ class DocsignUpdateFieldsOperator(DocsignBaseOperator):
         ids, problems = id_list(self.fields, "fields")
         if problems:
             raise fail_now(DocsignValidationError(problems, context="fields"))
+        specs: list[dict[str, Any]] = with_int_ids(self.fields, ("id",))  # "100" from Jinja: field 100
         envelope = self.read_envelope(context, envelope_id)
         current = {f.id for f in envelope.fields}
         done: dict[int, Any] = {}
         if current_try(context) > 1:
-            for spec in self.fields:
+            for spec in specs:
                 if spec["id"] not in current:
                     moved = _moved_here(envelope, spec)
                     if moved is not None:
@@ -160,7 +162,7 @@ class DocsignUpdateFieldsOperator(DocsignBaseOperator):
                     [f"field {i} is not a field of envelope {envelope_id}" for i in missing], context="fields"
                 )
             )
-        todo = [dict(f) for f in self.fields if f["id"] not in done]
+        todo = [f for f in specs if f["id"] not in done]
         refusal = fields_update_refusal(envelope, [f["id"] for f in todo])
         if refusal is not None:
             raise fail_now(refusal.error())

@@ -29,6 +29,7 @@ from airflow_provider_docsign.service.corrections import (
     recipient_problems,
     recipients_update_refusal,
 )
+from airflow_provider_docsign.service.ids import ID_FORM, as_id, with_int_ids
 from airflow_provider_docsign.service.models import EnvelopeStatus
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ class DocsignRejectRecipientOperator(DocsignBaseOperator):
 
     Returns ``{"envelope_id", "recipient_id", "signing_status"}``.
 
-    :param recipient_id: The recipient who rejected. Templated.
+    :param recipient_id: The recipient who rejected (an id, or its digits as a string). Templated.
     :param envelope_id: The envelope. Templated.
     :param reason: Why they rejected (required, recorded in the audit log). Templated.
     :param docsign_conn_id: The Airflow connection of type ``docsign``.
@@ -142,10 +143,9 @@ class DocsignRejectRecipientOperator(DocsignBaseOperator):
         """Record the rejection and return the recipient's signing status."""
         envelope_id = str(self.envelope_id)
         problems = []
-        try:
-            recipient_id = int(self.recipient_id)
-        except (TypeError, ValueError):
-            problems.append(f"recipient_id must be an integer, not {self.recipient_id!r}")
+        recipient_id = as_id(self.recipient_id)
+        if recipient_id is None or recipient_id < 1:
+            problems.append(f"recipient_id must be a recipient id ({ID_FORM}), not {self.recipient_id!r}")
             recipient_id = -1
         if not isinstance(self.reason, str) or not self.reason.strip():
             problems.append("reason must be a non-empty string")
@@ -200,7 +200,8 @@ class DocsignUpdateRecipientsOperator(DocsignBaseOperator):
 
     :param envelope_id: The envelope. Templated.
     :param recipients: The changes, in the service's JSON shape:
-        ``[{"id", "email"?, "name"?, "role"?, "signingOrder"?, "accessAuth"?, "actionAuth"?}]``.
+        ``[{"id", "email"?, "name"?, "role"?, "signingOrder"?, "accessAuth"?, "actionAuth"?}]``; an
+        ``id`` may be its digit string (``"{{ ti.xcom_pull(task_ids='create')['recipients'][0]['id'] }}"``).
         Templated (rendered as JSON).
     :param docsign_conn_id: The Airflow connection of type ``docsign``.
     """
@@ -220,6 +221,7 @@ class DocsignUpdateRecipientsOperator(DocsignBaseOperator):
         ids, problems = id_list(self.recipients, "recipients")
         if problems:
             raise fail_now(DocsignValidationError(problems, context="recipients"))
+        changes = with_int_ids(self.recipients, ("id",))  # "100" (rendered by Jinja) is recipient 100
         envelope = self.read_envelope(context, envelope_id)
         known = {r.id for r in envelope.recipients}
         unknown = [
@@ -231,7 +233,7 @@ class DocsignUpdateRecipientsOperator(DocsignBaseOperator):
         if refusal is not None:
             raise fail_now(refusal.error())
         try:
-            updated = self.hook.update_recipients(envelope_id, [dict(r) for r in self.recipients])
+            updated = self.hook.update_recipients(envelope_id, changes)
         except PERMANENT_ERRORS as err:
             raise fail_now(err) from err
         by_id = {r.id: r for r in updated}

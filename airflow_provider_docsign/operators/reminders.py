@@ -23,6 +23,7 @@ from airflow_provider_docsign.service.expiry import (
     parse_timestamp,
     reminded_recipients,
 )
+from airflow_provider_docsign.service.ids import ID_FORM, as_id
 from airflow_provider_docsign.service.models import Envelope, EnvelopeStatus, Recipient
 
 if TYPE_CHECKING:
@@ -68,7 +69,8 @@ class DocsignRemindRecipientsOperator(DocsignBaseOperator):
 
     :param envelope_id: The envelope (templated); a dict with ``envelope_id`` is accepted too.
     :param recipients: ``"unsigned"`` (default: every unsigned, non-CC recipient), or a list of
-        recipient ids and/or e-mail addresses. Templated.
+        recipient ids (an integer, or its digits as a string, as Jinja renders it) and/or e-mail
+        addresses. Templated.
     :param only_expired: Remind only recipients whose link has expired (renew them, leave the others).
     :param docsign_conn_id: The Airflow connection of type ``docsign``.
     """
@@ -132,14 +134,15 @@ class DocsignRemindRecipientsOperator(DocsignBaseOperator):
         chosen: list[Recipient] = []
         for index, entry in enumerate(wanted):
             rec: Recipient | None = None
-            if isinstance(entry, int) and not isinstance(entry, bool):
-                rec = by_id.get(entry)
-            elif isinstance(entry, str) and entry.strip().isdigit():
-                rec = by_id.get(int(entry.strip()))
+            number = as_id(entry)  # an id, or its digits as a string (what Jinja renders)
+            if number is not None:
+                rec = by_id.get(number)
             elif isinstance(entry, str) and "@" in entry:
                 rec = by_email.get(entry.strip().lower())
             else:
-                problems.append(f"recipients[{index}]: {entry!r} is neither a recipient id nor an e-mail")
+                problems.append(
+                    f"recipients[{index}]: {entry!r} is neither a recipient id ({ID_FORM}) nor an e-mail"
+                )
                 continue
             where = f"recipients[{index}]"
             if rec is None:

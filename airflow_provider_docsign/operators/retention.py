@@ -9,27 +9,32 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_docsign._compat import AirflowFailException
 from airflow_provider_docsign.archive.archiver import EnvelopeArchiver
 from airflow_provider_docsign.archive.naming import DEFAULT_FILENAME_TEMPLATE, DEFAULT_MANIFEST_NAME
-from airflow_provider_docsign.archive.retention import archive_problems, cutoff, older_than
+from airflow_provider_docsign.archive.retention import (
+    ArchiveRequirements,
+    Selection,
+    archive_problems,
+    cutoff,
+    older_than,
+)
 from airflow_provider_docsign.archive.store import Store
 from airflow_provider_docsign.exceptions import DocsignNotFoundError, DocsignValidationError
-from airflow_provider_docsign.hooks._endpoints import GET_MANY_BATCH
 from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
     DocsignBaseOperator,
     fail_now,
     status_value,
 )
+from airflow_provider_docsign.operators._duplicate import Discard
 from airflow_provider_docsign.service.models import EnvelopeStatus
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
+    from airflow_provider_docsign.evidence.signatures import TrustPolicy
     from airflow_provider_docsign.service.models import EnvelopeSummary
 
 __all__ = ["DocsignDeleteEnvelopesOperator"]
 
 _STATUSES = {s.value for s in EnvelopeStatus}
-#: Statuses an envelope can still leave between selection and deletion (the others are final).
-_OPEN = frozenset({"DRAFT", "PENDING"})
 
 
 class DocsignDeleteEnvelopesOperator(DocsignBaseOperator):
@@ -39,26 +44,35 @@ class DocsignDeleteEnvelopesOperator(DocsignBaseOperator):
     a query finds: ``status``, ``folder_id`` and ``older_than_days`` (by ``createdAt``), at least one of
     ``status`` and ``older_than_days``. The query lists the envelopes oldest first and stops at the
     first one that is too new (the service has no date filter). Note (real service): without
-    ``folder_id`` only the root is listed, never the folders' envelopes.
+    ``folder_id`` only the root is listed, never the folders' envelopes. A ``folder_id`` that is not a
+    document folder of the team fails the task, naming it (the service would list nothing).
 
     **How the service deletes.** DRAFT and PENDING envelopes (and templates) are removed for good; a
     PENDING one's recipients are told it was deleted. COMPLETED, REJECTED and CANCELLED envelopes are
     only hidden (``deletedAt`` is set; ``GET /envelope/{id}`` still shows them).
 
-    **Safety.** A COMPLETED envelope is deleted only when its archive is intact at
-    ``archive_destination``: the manifest the archive operator writes for it (same
-    ``archive_filename_template`` and ``archive_manifest_name``) must exist, be this envelope's, and pass
-    the auditor's check (every listed file present with its SHA-256). Otherwise the task fails before
-    deleting anything, naming each envelope and why, unless ``allow_unarchived`` is on. More than
-    ``max_envelopes`` selected also fails before deleting anything.
+    **A COMPLETED envelope is deleted only when it is provably archived** at ``archive_destination``,
+    in the manifest the archive operator writes for it (same ``archive_filename_template`` and
+    ``archive_manifest_name``): the manifest must be this envelope's and list every item the envelope
+    has on the service now, as its signed PDF, and the audit log and certificate when
+    ``archive_include_audit_log`` / ``archive_include_certificate`` say the archive was asked for
+    them; every listed file must be a regular file in the manifest's folder (no symbolic links) with
+    the recorded size and SHA-256, and pass the auditor's check (signatures, nothing unlisted beside
+    it, and the RFC 3161 token when the manifest declares one, pinned to the TSA of ``tsa_conn_id``
+    or the connection's ``tsa_conn_id`` extra when there is one). With ``archive_compare_with_service``
+    (the default) each item's signed PDF is also downloaded (hashed, not kept) and must be the
+    archived bytes, so a manifest rewritten to match other bytes proves nothing. Otherwise the task
+    fails before deleting anything, naming each envelope and why, unless ``allow_unarchived`` is on.
+    More than ``max_envelopes`` selected also fails before deleting anything.
 
-    **Changed since selection.** Signers keep signing while the task runs. Right before deleting them,
-    the DRAFT and PENDING envelopes are read again (one ``get-many`` per 20): one that has become
-    COMPLETED meanwhile is left alone, since its archive was never checked, and so is one that no longer
-    matches the query's ``status``. Each is logged with the reason and listed under ``skipped``; the
-    task still succeeds, and the next run decides with the archive check. (A signature landing in the
-    milliseconds between that read and the delete cannot be seen by any client: the service has no
-    conditional delete.)
+    **Changed since selection.** Right before its delete, each envelope is read again (one request)
+    and checked against every condition it was selected by: one that has become COMPLETED meanwhile is
+    left alone (its archive was never checked), and, for a query, so is one whose status is no longer
+    ``status``, that was moved out of ``folder_id`` (or out of the root, when the query named none),
+    or whose ``createdAt`` is no longer before the cut-off. Each is logged with the reason and listed
+    under ``skipped``; the task still succeeds. What remains: a change made between that read and the
+    delete request (one round trip), and a change to the archive after its check, cannot be seen by
+    any client: the service has no conditional delete.
 
     **Idempotent.** An envelope that is already gone (a 404 on the delete, or no longer listed or
     readable) counts as deleted, so a retry after a partial run finishes the job. Every deletion is
@@ -80,6 +94,15 @@ class DocsignDeleteEnvelopesOperator(DocsignBaseOperator):
     :param archive_conn_id: The connection for an object-store ``archive_destination`` (templated).
     :param archive_filename_template: The archive operator's ``filename_template``.
     :param archive_manifest_name: The archive operator's ``manifest_name``.
+    :param archive_include_audit_log: The archive operator's ``include_audit_log``: the manifest must
+        list the audit log.
+    :param archive_include_certificate: The archive operator's ``include_certificate``: the manifest
+        must list the certificate.
+    :param archive_compare_with_service: Download each item's signed PDF of a COMPLETED envelope
+        (hashed, never stored) and require the archived file to be those bytes. ``False`` trusts the
+        manifest's hashes (and its token, when it declares one): no download.
+    :param tsa_conn_id: The TSA whose certificate a manifest's timestamp token must be signed by
+        (default: the docsign connection's ``tsa_conn_id`` extra; none: the token's own certificate).
     :param allow_unarchived: Delete COMPLETED envelopes without checking their archive.
     :param max_envelopes: Refuse to delete more than this many in one run.
     :param docsign_conn_id: The Airflow connection of type ``docsign``.
@@ -107,6 +130,10 @@ class DocsignDeleteEnvelopesOperator(DocsignBaseOperator):
         archive_conn_id: str | None = None,
         archive_filename_template: str = DEFAULT_FILENAME_TEMPLATE,
         archive_manifest_name: str | None = DEFAULT_MANIFEST_NAME,
+        archive_include_audit_log: bool = False,
+        archive_include_certificate: bool = False,
+        archive_compare_with_service: bool = True,
+        tsa_conn_id: str | None = None,
         allow_unarchived: bool = False,
         max_envelopes: int = 1000,
         **kwargs: Any,
@@ -128,20 +155,27 @@ class DocsignDeleteEnvelopesOperator(DocsignBaseOperator):
         self.archive_conn_id = archive_conn_id
         self.archive_filename_template = archive_filename_template
         self.archive_manifest_name = archive_manifest_name
+        self.archive_include_audit_log = archive_include_audit_log
+        self.archive_include_certificate = archive_include_certificate
+        self.archive_compare_with_service = archive_compare_with_service
+        self.tsa_conn_id = tsa_conn_id
         self.allow_unarchived = allow_unarchived
         self.max_envelopes = max_envelopes
+        self._selection = Selection(by_query=envelope_ids is None)
 
     # -- selection ----------------------------------------------------------------------------------
 
     def _ids(self) -> list[str]:
+        """The ids to delete: a list (or one id), or a list Jinja rendered to text, parsed back."""
+        from airflow_provider_docsign.sensors._inputs import normalize_envelope_ids
+
         ids = self.envelope_ids
-        if isinstance(ids, str):
-            ids = [ids]
-        if not isinstance(ids, list | tuple) or not all(isinstance(i, str) and i.strip() for i in ids):
-            raise fail_now(
-                DocsignValidationError(["envelope_ids must be a list of envelope ids"], "envelope_ids")
-            )
-        return list(dict.fromkeys(i.strip() for i in ids))
+        if ids in ([], ()) or (isinstance(ids, str) and ids.strip() in ("[]", "()")):
+            return []  # an upstream task found nothing to delete
+        try:
+            return normalize_envelope_ids(envelope_ids=ids)
+        except ValueError as err:
+            raise fail_now(DocsignValidationError([str(err)], "envelope_ids")) from err
 
     def _query(self) -> list[EnvelopeSummary]:
         status = str(self.status) if self.status else None
@@ -152,18 +186,32 @@ class DocsignDeleteEnvelopesOperator(DocsignBaseOperator):
             before = cutoff(datetime.now(timezone.utc), None if days in (None, "") else float(days))  # type: ignore[arg-type]
         except (TypeError, ValueError) as err:
             raise fail_now(DocsignValidationError([f"older_than_days: {err}"], "older_than_days")) from err
+        folder = str(self.folder_id) if self.folder_id else None
+        self._selection = Selection(by_query=True, status=status, folder_id=folder, before=before)
         listing = self.hook.find_envelopes(
-            status=status,
-            folder_id=str(self.folder_id) if self.folder_id else None,
-            envelope_type="DOCUMENT",
-            order_by=("createdAt", "asc"),
+            status=status, folder_id=folder, envelope_type="DOCUMENT", order_by=("createdAt", "asc")
         )
         selected: list[EnvelopeSummary] = []
         for envelope in older_than(listing, before):
             selected.append(envelope)
             if len(selected) > self.max_envelopes:
                 break
+        if not selected and folder is not None:
+            self._check_folder(folder)
         return selected
+
+    def _check_folder(self, folder: str) -> None:
+        """Fail, naming it, unless ``folder`` is a document folder (the service lists nothing otherwise)."""
+        found = next((f for f in self.hook.list_folders() if f.id == folder), None)
+        if found is None:
+            problem = f"folder_id {folder!r} is not a folder of this team; nothing was deleted"
+        elif found.type not in (None, "DOCUMENT"):
+            problem = (
+                f"folder_id {folder!r} is a {found.type} folder, not a document folder; nothing was deleted"
+            )
+        else:
+            return
+        raise fail_now(DocsignValidationError([problem], "folder_id"))
 
     def _select(self) -> tuple[list[EnvelopeSummary], list[str]]:
         """The envelopes to delete, and the ids (ids mode) that are already gone."""
@@ -177,6 +225,22 @@ class DocsignDeleteEnvelopesOperator(DocsignBaseOperator):
         """``{id: envelope}`` of those of ``ids`` neither unknown nor deleted; one get-many per 20."""
         return {e.id: e for e in self.hook.get_envelopes(ids) if e.deleted_at is None}
 
+    # -- the archive check --------------------------------------------------------------------------
+
+    def _tsa_trust(self) -> TrustPolicy | None:
+        """The pinned certificates of the TSA named by ``tsa_conn_id`` or the connection (else none)."""
+        conn_id = self.tsa_conn_id or self.hook.settings.tsa_conn_id
+        if not conn_id:
+            return None
+        from airflow_provider_docsign.hooks.tsa import DocsignTsaHook
+
+        return DocsignTsaHook(conn_id).settings.trust
+
+    def _service_digest(self, item_id: str) -> tuple[str, int]:
+        """The SHA-256 and size of the signed PDF the service holds for an item (downloaded, not kept)."""
+        result = self.hook.download_envelope_item(item_id, Discard(), version="signed")
+        return result.sha256, result.size
+
     def _unarchived(self, selected: list[EnvelopeSummary]) -> list[str]:
         """``"<id>: why"`` for every COMPLETED envelope whose archive does not check out."""
         completed = [e for e in selected if status_value(e.status) == "COMPLETED"]
@@ -189,38 +253,44 @@ class DocsignDeleteEnvelopesOperator(DocsignBaseOperator):
             hook=self.hook,
             filename_template=self.archive_filename_template,
             manifest_name=self.archive_manifest_name,
+            include_audit_log=self.archive_include_audit_log,
+            include_certificate=self.archive_include_certificate,
+        )
+        needs = ArchiveRequirements(
+            include_audit_log=self.archive_include_audit_log,
+            include_certificate=self.archive_include_certificate,
+            tsa_trust=self._tsa_trust(),
+            service_digest=self._service_digest if self.archive_compare_with_service else None,
         )
         out: list[str] = []
         for summary in completed:
             envelope = self.hook.get_envelope(summary.id)
             _, manifest = archiver.plan(envelope)
-            problems = archive_problems(envelope.id, store, manifest, conn_id=self.archive_conn_id)
+            problems = archive_problems(
+                envelope, store, manifest, conn_id=self.archive_conn_id, requirements=needs
+            )
             out.extend(f"{envelope.id}: {p}" for p in problems)
         return out
 
-    def _status_now(self, chunk: list[dict[str, Any]]) -> dict[str, str | None]:
-        """``{id: status now}`` of the chunk's DRAFT and PENDING rows (``None``: gone); one request."""
-        open_ids = [str(row["id"]) for row in chunk if row["status"] in _OPEN]
-        if not open_ids:
-            return {}
-        live = self._still_there(open_ids)
-        return {i: status_value(live[i].status) if i in live else None for i in open_ids}
+    # -- deleting -----------------------------------------------------------------------------------
 
-    def _delete(self, row: dict[str, Any], status: str | None, result: dict[str, Any]) -> None:
-        """Delete one selected envelope, unless it is gone or has changed since it was selected."""
+    def _delete(self, row: dict[str, Any], result: dict[str, Any]) -> None:
+        """Read one selected envelope again; delete it unless it is gone or no longer selected."""
         envelope_id = str(row["id"])
-        if status is None:
+        try:
+            now = self._still_there([envelope_id]).get(envelope_id)
+        except PERMANENT_ERRORS as err:
+            raise fail_now(err) from err
+        if now is None:
             self.log.info("Envelope %s is already deleted", envelope_id)
             result["already_deleted"].append(envelope_id)
             return
-        reason = None
-        if status == "COMPLETED" and row["status"] != "COMPLETED":
-            reason = "became COMPLETED after it was selected; its archive was not checked"
-        elif self.envelope_ids is None and self.status and status != str(self.status):
-            reason = f"is now {status}, no longer status={self.status}"
+        reason = self._selection.changed(str(row["status"]), now)
         if reason:
             self.log.warning("Left envelope %s alone: it %s", envelope_id, reason)
-            result["skipped"].append({"id": envelope_id, "status": status, "reason": reason})
+            result["skipped"].append(
+                {"id": envelope_id, "status": status_value(now.status), "reason": reason}
+            )
             return
         try:
             self.hook.delete_envelope(envelope_id)
@@ -230,7 +300,7 @@ class DocsignDeleteEnvelopesOperator(DocsignBaseOperator):
             return
         except PERMANENT_ERRORS as err:
             raise fail_now(err) from err
-        self.log.info("Deleted envelope %s (%s)", envelope_id, status)
+        self.log.info("Deleted envelope %s (%s)", envelope_id, status_value(now.status))
         result["deleted"].append(envelope_id)
 
     # -- execution ----------------------------------------------------------------------------------
@@ -258,7 +328,10 @@ class DocsignDeleteEnvelopesOperator(DocsignBaseOperator):
                 row["status"],
                 row["created_at"],
             )
-        refused = self._unarchived(selected)
+        try:
+            refused = self._unarchived(selected)
+        except PERMANENT_ERRORS as err:
+            raise fail_now(err) from err
         if refused:
             message = (
                 "refusing to delete COMPLETED envelopes without an intact archive (nothing was deleted):\n"
@@ -281,15 +354,12 @@ class DocsignDeleteEnvelopesOperator(DocsignBaseOperator):
         if self.list_only:
             self.log.info("Dry run: %d envelope(s) would be deleted", len(rows))
             return result
-        for start in range(0, len(rows), GET_MANY_BATCH):
-            chunk = rows[start : start + GET_MANY_BATCH]
-            try:
-                now = self._status_now(chunk)
-            except PERMANENT_ERRORS as err:
-                raise fail_now(err) from err
-            for row in chunk:
-                self._delete(row, now.get(str(row["id"]), str(row["status"])), result)
+        for row in rows:
+            self._delete(row, result)
         self.log.info(
-            "Deleted %d envelope(s); %d already gone", len(result["deleted"]), len(result["already_deleted"])
+            "Deleted %d envelope(s); %d already gone; %d left alone",
+            len(result["deleted"]),
+            len(result["already_deleted"]),
+            len(result["skipped"]),
         )
         return result

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import AirflowFailException
 from airflow_provider_docsign.exceptions import DocsignAmbiguousWriteError, DocsignValidationError
+from airflow_provider_docsign.operators import _duplicate
 from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
     DocsignBaseOperator,
@@ -17,6 +18,7 @@ from airflow_provider_docsign.operators._base import (
     resolve_files,
     status_value,
 )
+from airflow_provider_docsign.operators._created import recipient_and_field_ids
 from airflow_provider_docsign.operators.envelope import DocsignCreateEnvelopeOperator
 from airflow_provider_docsign.service.expiry import DEFAULT as DEFAULT_PERIOD
 from airflow_provider_docsign.service.expiry import period_meta_fields
@@ -38,7 +40,7 @@ def _template_number(template: Envelope) -> int | None:
     """The legacy template number (``template_14`` -> 14) that envelopes made from it carry."""
     secondary = str(template.raw.get("secondaryId") or "")
     tail = secondary.rsplit("_", 1)[-1]
-    return int(tail) if secondary.startswith("template_") and tail.isdigit() else None
+    return int(tail) if secondary.startswith("template_") and tail.isascii() and tail.isdigit() else None
 
 
 class DocsignCreateEnvelopeFromTemplateOperator(DocsignBaseOperator):
@@ -56,8 +58,8 @@ class DocsignCreateEnvelopeFromTemplateOperator(DocsignBaseOperator):
     ``external_id`` in the folder, and ``if_exists`` decides; without it an ambiguous use fails the task
     rather than being repeated blindly.
 
-    Returns ``{"envelope_id", "item_ids", "external_id", "status"}``, the same as
-    :class:`DocsignCreateEnvelopeOperator`, so the sensor and the archive operator chain after it.
+    Returns ``{"envelope_id", "item_ids", "external_id", "status", "recipients", "fields"}`` (with the
+    ids) as :class:`DocsignCreateEnvelopeOperator` does, so the sensor and the archive chain after it.
 
     :param template_id: The template's envelope id. Templated.
     :param recipients: ``[{"id" or "placeholder", "email", "name"?, "signingOrder"?}]``; ``placeholder``
@@ -183,6 +185,7 @@ class DocsignCreateEnvelopeFromTemplateOperator(DocsignBaseOperator):
             "item_ids": envelope.item_ids,
             "external_id": envelope.external_id if envelope.external_id is not None else self.external_id,
             "status": status_value(envelope.status),
+            **recipient_and_field_ids(envelope),
         }
         self.log.info("Envelope %s from template %s is %s", envelope.id, template.id, result["status"])
         return result
@@ -295,6 +298,7 @@ class DocsignCreateTemplateOperator(DocsignCreateEnvelopeOperator):
                     "item_ids": template.item_ids,
                     "external_id": template.external_id,
                     "status": status_value(template.status),
+                    **recipient_and_field_ids(template),
                 }
         result = super().execute(context)
         result["template_id"] = result["envelope_id"]
@@ -369,8 +373,12 @@ class DocsignDuplicateEnvelopeOperator(DocsignBaseOperator):
 
     A duplicate is not idempotent. With ``external_id`` (and ``if_exists="reuse"``, the default) a retry
     or a re-run first looks for an envelope with that external id in the target folder (other than the
-    source) and reuses it instead of copying again. If the duplicate's outcome is unknown (the answer
-    was lost) the task fails without retrying, rather than make a second copy.
+    source) and reuses it instead of copying again, if it is a copy of this source (the same type and
+    original PDFs, compared by SHA-256): an unrelated envelope that carries the id fails the task.
+    If the duplicate's outcome is unknown (the answer was lost), or the update after it fails (the copy
+    then has no external id to be found by), the task fails without retrying, naming the copy, rather
+    than make a second one. The title, external id and folder are checked before anything is copied:
+    the folder must be one of the team's, of the source's type.
 
     Returns ``{"envelope_id", "source_envelope_id", "type", "title", "external_id", "reused"}``.
 
@@ -416,16 +424,29 @@ class DocsignDuplicateEnvelopeOperator(DocsignBaseOperator):
         source = str(self.envelope_id)
         folder = str(self.folder_id) if self.folder_id else None
         external_id = str(self.external_id) if self.external_id else None
-        reused = self._existing_copy(source, external_id, folder)
+        wanted = (("title", self.title), ("externalId", external_id), ("folderId", folder))
+        changes = {key: str(value) for key, value in wanted if value not in (None, "")}
+        try:
+            _duplicate.check_changes(source, changes)
+            original = self.hook.get_envelope(source) if folder or external_id else None
+        except PERMANENT_ERRORS as err:
+            raise fail_now(err) from err
+        if folder and original is not None:
+            problem = _duplicate.folder_problem(self.hook, folder, original.type)
+            if problem:
+                raise fail_now(DocsignValidationError([f"{problem}; nothing was copied"], "folder_id"))
+        reused = _duplicate.existing_copy(
+            self.hook, original, external_id, folder, if_exists=self.if_exists, log=self.log
+        )
         if reused is None:
             try:
-                new_id = self.hook.duplicate_envelope(
+                new_id = _duplicate.duplicate_then_update(
+                    self.hook,
                     source,
-                    title=str(self.title) if self.title else None,
-                    external_id=external_id,
-                    folder_id=folder,
+                    changes,
                     include_recipients=self.include_recipients,
                     include_fields=self.include_fields,
+                    made=lambda made: self.xcom_push_safe(context, "envelope_id", made),
                 )
             except PERMANENT_ERRORS as err:
                 raise fail_now(err) from err
@@ -435,7 +456,7 @@ class DocsignDuplicateEnvelopeOperator(DocsignBaseOperator):
                 ) from err
         else:
             new_id = reused
-        self.xcom_push_safe(context, "envelope_id", new_id)
+            self.xcom_push_safe(context, "envelope_id", new_id)
         copy = self.hook.get_envelope(new_id)
         self.push_envelope_link(context, new_id, copy)
         self.log.info("Envelope %s is the copy of %s (%r)", new_id, source, copy.title)
@@ -447,24 +468,3 @@ class DocsignDuplicateEnvelopeOperator(DocsignBaseOperator):
             "external_id": copy.external_id,
             "reused": reused is not None,
         }
-
-    def _existing_copy(self, source: str, external_id: str | None, folder: str | None) -> str | None:
-        if not external_id or self.if_exists == "create":
-            return None
-        matches = [
-            m
-            for m in self.hook.find_envelopes_by_external_id(external_id, folder_id=folder)
-            if m.id != source
-        ]
-        if not matches:
-            return None
-        if len(matches) > 1 or self.if_exists == "fail":
-            raise AirflowFailException(
-                f"{len(matches)} envelope(s) other than {source} already have externalId {external_id!r} in "
-                f"folder {folder or '(root)'}: {', '.join(m.id for m in matches)}"
-                + (" and if_exists='fail'" if self.if_exists == "fail" else "; use a unique external_id")
-            )
-        self.log.info(
-            "Reusing envelope %s (externalId %r), copied by an earlier try", matches[0].id, external_id
-        )
-        return matches[0].id

@@ -2,7 +2,9 @@
 
 Records parsed from the service's JSON (:mod:`.models`), creation payloads checked against the local
 PDFs (:mod:`.payloads`), the one outgoing check every request passes where it leaves the hook
-(:mod:`.outgoing`, with the limits generated from the service's schema in :mod:`._rules`), template
+(:mod:`.outgoing`, with the limits generated from the service's schema in :mod:`._rules`, the text
+policy of :mod:`.text_policy` and the link rules of :mod:`.link_safety`, on Unicode properties
+generated in :mod:`._unicode`), template
 checks, corrections, attachments, link expiry ("awaits a signature"), webhook events and webhook URL
 rules, and the web app's envelope links.
 

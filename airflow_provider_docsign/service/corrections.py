@@ -34,6 +34,7 @@ from typing import Any
 from airflow_provider_docsign._text import printable
 from airflow_provider_docsign.exceptions import DocsignRefusedLocallyError
 from airflow_provider_docsign.service.attachments import FROZEN_MESSAGE, FROZEN_STATUSES
+from airflow_provider_docsign.service.ids import ID_FORM, as_id
 from airflow_provider_docsign.service.models import Envelope, EnvelopeStatus, Recipient
 from airflow_provider_docsign.service.outgoing import email_problem
 from airflow_provider_docsign.service.payloads import FIELD_TYPES, RECIPIENT_ROLES
@@ -250,8 +251,8 @@ def field_shape_problems(fields: Any) -> list[str]:
             problems.append(f"{label}: must be an object, not {type(f).__name__}")
             continue
         rid = f.get("recipientId")
-        if isinstance(rid, bool) or not isinstance(rid, int):
-            problems.append(f"{label}: recipientId must be an integer recipient id, not {rid!r}")
+        if as_id(rid) is None:
+            problems.append(f"{label}: recipientId must be a recipient id ({ID_FORM}), not {rid!r}")
         ftype = f.get("type")
         if ftype not in FIELD_TYPES:
             problems.append(f"{label}: type {ftype!r} is not one of {sorted(FIELD_TYPES)}")

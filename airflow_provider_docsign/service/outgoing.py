@@ -7,24 +7,22 @@ the field by its JSON path (``recipients[0].name``), and nothing is sent. An end
 covered without a line of its own; ``tests/integration/test_outgoing_boundary.py`` sends every class of
 character below through every endpoint and counts the requests that reach the sandbox.
 
-**Text.** Every string, at any depth, and every key of an object, is refused if it holds:
-
-* a C0 control character (U+0000-U+001F) other than the tab; CR and LF are allowed only in the e-mail
-  body, :data:`MULTILINE` (``meta.message`` of a create, update or distribute, ``override.message`` of
-  a template use);
-* DEL (U+007F) or a C1 control character (U+0080-U+009F, among them NEL U+0085 and CSI U+009B);
-* the line or paragraph separator (U+2028, U+2029);
-* a bidirectional control (U+202A-U+202E, U+2066-U+2069);
-* an invisible character: zero-width space, non-joiner and joiner (U+200B-U+200D), word joiner and the
-  invisible operators (U+2060-U+2064), the Mongolian vowel separator (U+180E) or the BOM (U+FEFF);
-* a lone surrogate (U+D800-U+DFFF): it is not text; the service's database layer refuses it and the
-  request fails with HTTP 500.
+**Text** follows :mod:`.text_policy`: every string, at any depth, and every key of an object (keys
+are names: always one-line text, whatever field they are in), is refused if it holds a control
+character other than the tab, a line or paragraph separator, a lone surrogate, a bidirectional control
+(Unicode's whole Bidi_Control set), a tag character, a noncharacter, an unassigned code point, an
+invisible (default ignorable) character or an interlinear annotation character; the zero-width joiner,
+the non-joiner, variation selectors and the flag tags are allowed where well-formed text needs them
+(an emoji sequence, a Persian word, VS16 after an emoji). CR and LF are allowed only in the e-mail
+body, :data:`MULTILINE` (``meta.message`` of a create, update or distribute, ``override.message`` of a
+template use). A ``bytes`` query value is checked as the UTF-8 text it must be.
 
 Control characters forge lines wherever a title or name is later logged, e-mailed or shown (Python's own
 ``str.splitlines`` splits on NEL and U+2028, and so do many log viewers); bidirectional and invisible
-characters make a title, name or subject read as something else (``"invoice\u202efdp.exe"``). The
-fields of :data:`FREE_TEXT` hold the document's own content and may carry the bidirectional and
-zero-width characters that right-to-left and Indic scripts need; everything else applies to them too.
+characters make a title, name or subject read as something else (``"invoice\u202efdp.exe"``), and tag
+characters spell text nobody sees. The fields of :data:`FREE_TEXT` hold the document's own content and
+may carry the bidirectional and invisible characters that right-to-left and Indic scripts need;
+everything else applies to them too.
 
 **Lengths** follow the real service's schema (:mod:`._service_rules`, generated from its OpenAPI
 document), counted as JavaScript counts them (UTF-16 units). A string the schema leaves unbounded is
@@ -36,9 +34,13 @@ from U+0080 to U+FFFF and lower-cases the address, so ``Kim@`` with a Kelvin sig
 are one account on it, and ``admin@`` written with a dotless i (U+0131) passes for ``admin@``
 to a reader.
 
-**URLs**: ``redirectUrl`` (any depth) and every field the schema marks ``format: uri`` (attachment
-links) must be ``http`` or ``https`` URLs with a host: a ``javascript:`` or ``data:`` link would be
-offered to the signers.
+**Links** follow :mod:`.link_safety`. Every field the schema marks ``format: uri`` is an attachment
+link, handed to every signer (``attachments[].data`` of an envelope create or template use,
+``data.data`` of an attachment create or update, on every route that has one): it must be an
+``https`` URL that Python and browsers read alike, without a user name or password, whose host labels
+do not mix scripts (``https://xn--pple-43d.com/``). ``redirectUrl`` (any depth; empty means none)
+follows the same rules but may be ``http``. A ``javascript:`` or ``data:`` link would be offered to the
+signers.
 """
 
 from __future__ import annotations
@@ -48,11 +50,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from airflow_provider_docsign._text import printable
 from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.service import _rules as rules
+from airflow_provider_docsign.service.link_safety import link_problem
+from airflow_provider_docsign.service.text_policy import suspect, text_problem
 
 __all__ = [
     "DEFAULT_MAX_LENGTH",
@@ -90,50 +94,6 @@ DEFAULT_MAX_LENGTH = 5000
 _MAX_DEPTH = 32
 #: A string with no rule of its own this short cannot break the default length limit.
 _SHORT = DEFAULT_MAX_LENGTH // 2
-
-_BIDI = "\u202a-\u202e\u2066-\u2069"
-_INVISIBLE = "\u200b-\u200d\u2060-\u2064\u180e\ufeff"
-_ALWAYS = "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff"
-_STRICT = re.compile(f"[{_ALWAYS}\n\r{_BIDI}{_INVISIBLE}]")
-_MULTILINE = re.compile(f"[{_ALWAYS}{_BIDI}{_INVISIBLE}]")
-_FREE = re.compile(f"[{_ALWAYS}\n\r]")
-
-
-def _kind(code: int) -> str:
-    if 0xD800 <= code <= 0xDFFF:
-        return "a lone surrogate"
-    if code == 0x2028:
-        return "the line separator"
-    if code == 0x2029:
-        return "the paragraph separator"
-    if 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069:
-        return "the bidirectional control"
-    if code < 0x20 or 0x7F <= code <= 0x9F:
-        return "the control character"
-    return "the invisible character"
-
-
-def text_problem(value: str, where: str, *, multiline: bool = False, free: bool = False) -> str | None:
-    """The problem with the first refused character of ``value`` (see the module's text rules), or None.
-
-    :param value: The string.
-    :param where: Its name in the message (a JSON path such as ``recipients[0].name``).
-    :param multiline: Whether CR and LF are allowed (the e-mail message).
-    :param free: Whether bidirectional and zero-width characters are allowed (:data:`FREE_TEXT`).
-    """
-    pattern = _FREE if free else _MULTILINE if multiline else _STRICT
-    found = pattern.search(value)
-    if found is None:
-        return None
-    code = ord(found.group())
-    kind = _kind(code)
-    if kind == "the control character":
-        hint = "only tabs are allowed" + (", and line breaks in the e-mail message" if multiline else "")
-    elif kind == "a lone surrogate":
-        hint = "it is not text; the service cannot store it"
-    else:
-        hint = "it can make the text read as something else, or break lines in logs and e-mails"
-    return f"{where} contains {kind} U+{code:04X} at position {found.start()}; remove it ({hint})"
 
 
 def js_length(value: str) -> int:
@@ -189,24 +149,13 @@ def email_problem(value: str) -> str | None:
     return None
 
 
-def url_problem(value: str) -> str | None:
-    """Why ``value`` is not an ``http``/``https`` URL with a host, or None.
+def url_problem(value: str, *, https_only: bool = False) -> str | None:
+    """Why ``value`` is not a link the provider sends (:func:`.link_safety.link_problem`), or None.
 
     :param value: The URL.
+    :param https_only: Refuse ``http`` too (attachment links).
     """
-    if any(ch.isspace() for ch in value):
-        return "it contains white space"
-    try:
-        parts = urlsplit(value)
-        host = parts.hostname
-    except ValueError:
-        return "it is not a URL"
-    if parts.scheme.lower() not in ("http", "https"):
-        scheme = f"a {printable(parts.scheme)!r}" if parts.scheme else "a scheme-less"
-        return f"only http and https links are allowed, not {scheme} URL"
-    if not host:
-        return "it has no host"
-    return None
+    return link_problem(value, https_only=https_only)
 
 
 # -- the rules of one route ------------------------------------------------------------------------
@@ -283,10 +232,15 @@ class _Check:
         if isinstance(value, str):
             # The common case costs one regex search: clean text, no rule of its own, short enough.
             plain = pattern not in self.exact and not self.wild and not pattern.endswith("redirectUrl")
-            if not plain or 2 * len(value) > _SHORT or _STRICT.search(value):
+            if not plain or 2 * len(value) > _SHORT or suspect(value):
                 self.string(value, where, pattern, is_key=False)
             return
         if value is None or isinstance(value, int | float):  # bool is an int
+            return
+        if isinstance(value, bytes | bytearray):
+            self.problems.append(
+                f"{printable(''.join(where), 300) or 'the body'} is bytes, which JSON cannot carry: give text"
+            )
             return
         if depth > _MAX_DEPTH:
             self.problems.append(
@@ -297,7 +251,7 @@ class _Check:
                 name = key if isinstance(key, str) else str(key)
                 sub_pattern = f"{pattern}.{name}" if pattern else name
                 where.append(f".{name}" if where else name)
-                if 2 * len(name) > _SHORT or _STRICT.search(name):
+                if 2 * len(name) > _SHORT or suspect(name):
                     self.string(name, where, sub_pattern, is_key=True)
                 self.walk(item, where, sub_pattern, depth + 1)
                 where.pop()
@@ -315,8 +269,9 @@ class _Check:
 
     def problem(self, text: str, path: list[str], pattern: str, *, is_key: bool) -> str | None:
         """The problem of one string (a value, or with ``is_key`` the key of an object), or None."""
-        if _STRICT.search(text):  # rare: only then are the field's exceptions looked up
-            free = any(regex.fullmatch(pattern) for regex in _FREE_PATTERNS)
+        if suspect(text):  # rare: only then are the field's exceptions looked up
+            # A key is a name, never content nor a message: one-line text, with no exception.
+            free = not is_key and any(regex.fullmatch(pattern) for regex in _FREE_PATTERNS)
             multiline = pattern in MULTILINE and not is_key
             found = text_problem(text, _where(path, is_key), multiline=multiline, free=free)
             if found:
@@ -338,9 +293,10 @@ class _Check:
         if url or (
             not is_key and pattern.endswith("redirectUrl") and pattern.rsplit(".", 1)[-1] == "redirectUrl"
         ):
-            why = None if text == "" and not url else url_problem(text)
+            # format: uri is an attachment link (https only); an empty redirectUrl means none.
+            why = None if text == "" and not url else link_problem(text, https_only=url)
             if why:
-                return f"{_where(path, is_key)} must be an http or https URL ({why})"
+                return f"{_where(path, is_key)}: the link {printable(text, 200)!r} is refused: {why}"
         return None
 
 
@@ -370,9 +326,18 @@ def check_request(
     for index, name in enumerate(file_names):
         bare.string(str(name), [f"the name of file #{index}"], "", is_key=False)
     for name, value in (params or {}).items():
+        bare.string(str(name), [f"the name of query parameter ?{printable(name, 100)}"], "", is_key=False)
         for item in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(item, bytes | bytearray):
+                try:
+                    item = bytes(item).decode("utf-8")
+                except UnicodeDecodeError as error:
+                    bare.problems.append(
+                        f"?{printable(name, 100)} is bytes that are not UTF-8 text ({error.reason})"
+                    )
+                    continue
             if isinstance(item, str):
-                bare.string(item, [f"?{name}"], f"?{name}", is_key=False)
+                bare.string(item, [f"?{printable(name, 100)}"], f"?{name}", is_key=False)
     check.problems.extend(bare.problems)
     for body in (json, payload):
         if body is not None:

@@ -21,6 +21,7 @@ from typing import IO, Any
 
 from airflow_provider_docsign._sources import open_source
 from airflow_provider_docsign.exceptions import DocsignValidationError
+from airflow_provider_docsign.service.ids import ID_FORM, as_id, with_int_ids
 
 __all__ = [
     "ENVELOPE_TYPES",
@@ -404,7 +405,8 @@ def validate_fields_for_envelope(
             continue
         ftype = field.get("type")
         rid = field.get("recipientId")
-        recipient = recipients.get(rid) if isinstance(rid, int) and not isinstance(rid, bool) else None
+        number = as_id(rid)
+        recipient = recipients.get(number) if number is not None else None
         who = getattr(recipient, "email", None) or (f"id {rid}" if rid is not None else "missing")
         where = f"field #{f_index} ({ftype}) of recipient {who}"
         _check_field_type(field, where, problems)
@@ -431,7 +433,7 @@ def validate_fields_for_envelope(
         _check_geometry(field, where, item.page_count if item else None, problems)
     if problems:
         raise DocsignValidationError(problems, context)
-    return [dict(f) for f in fields]
+    return [dict(f) for f in with_int_ids(fields, ("recipientId",))]
 
 
 def validate_recipients_for_envelope(
@@ -457,9 +459,12 @@ def validate_recipients_for_envelope(
             problems.append(f"{label}: must be an object")
             continue
         if update:
-            rid = recipient.get("id")
-            if not isinstance(rid, int) or isinstance(rid, bool) or rid < 1:
-                problems.append(f"{label}: 'id' (the recipient id) is required for an update")
+            rid = as_id(recipient.get("id"))
+            if rid is None or rid < 1:
+                problems.append(
+                    f"{label}: 'id' (the recipient id, {ID_FORM}) is required for an update, "
+                    f"not {recipient.get('id')!r}"
+                )
             if "role" in recipient and recipient["role"] not in RECIPIENT_ROLES:
                 problems.append(f"{label}: unknown role {recipient['role']!r}")
             checked = {k: v for k, v in recipient.items() if k in ("email", "name")}
@@ -473,7 +478,7 @@ def validate_recipients_for_envelope(
                 problems.append(f"{label}: add fields with create_fields, not inside create_recipients")
     if problems:
         raise DocsignValidationError(problems, context)
-    return [_stripped_email(r) for r in recipients]
+    return [_stripped_email(r) for r in with_int_ids(recipients, ("id",))]
 
 
 def check_files_only(files: Iterable[Any], context: str) -> list[PdfFile]:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_provider_docsign.exceptions import DocsignValidationError
+from airflow_provider_docsign.service.ids import ID_FORM, as_id
 from airflow_provider_docsign.service.models import Envelope, Field
 
 __all__ = ["PREFILL_TYPES", "check_prefill", "field_label", "field_options", "resolve_prefill"]
@@ -35,11 +36,9 @@ def field_label(f: Field) -> str:
 
 def _find_field(spec: Mapping[str, Any], template: Envelope) -> tuple[Field | None, str]:
     if spec.get("id") is not None:
-        fid = spec["id"]
-        if isinstance(fid, str) and fid.strip().isdigit():
-            fid = int(fid)
-        if not isinstance(fid, int) or isinstance(fid, bool):
-            return None, f"id {spec['id']!r} is not a field id (an integer)"
+        fid = as_id(spec["id"])
+        if fid is None:
+            return None, f"id {spec['id']!r} is not a field id ({ID_FORM})"
         for f in template.fields:
             if f.id == fid:
                 return f, ""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from airflow_provider_docsign.service.ids import ID_FORM, as_id
 from airflow_provider_docsign.service.models import Envelope, Recipient
 
 __all__ = ["OPTIONAL_ROLES", "map_recipients", "recipient_who"]
@@ -26,11 +27,9 @@ def recipient_who(r: Recipient) -> str:
 def _find_recipient(spec: Mapping[str, Any], template: Envelope) -> tuple[Recipient | None, str]:
     """The template recipient a mapping names: by ``id``, or by ``placeholder`` (name or e-mail)."""
     if "id" in spec and spec["id"] is not None:
-        rid = spec["id"]
-        if isinstance(rid, str) and rid.strip().isdigit():
-            rid = int(rid)
-        if not isinstance(rid, int) or isinstance(rid, bool):
-            return None, f"id {spec['id']!r} is not a recipient id (an integer)"
+        rid = as_id(spec["id"])
+        if rid is None:
+            return None, f"id {spec['id']!r} is not a recipient id ({ID_FORM})"
         for r in template.recipients:
             if r.id == rid:
                 return r, ""

@@ -187,7 +187,8 @@ def test_many_manifests_from_a_shell_glob_are_each_audited(tmp_path: Path) -> No
     found = verdicts(done.stdout)
     assert found == {str(m): "FAIL" if i == 9 else "PASS" for i, m in enumerate(manifests)}
     assert done.stdout.splitlines()[-1].startswith(
-        f"docsign verify: 55 envelopes, 54 ok, 1 failed ({manifests[9]}: manifest: JSONDecodeError"
+        f"docsign verify: 55 envelopes, 54 ok, 1 failed ({manifests[9]}: manifest: it is not valid JSON "
+        "(line 1, column 2)"
     )
 
     # A PDF among the paths is checked as a file; --manifest repeated works as well.

@@ -54,11 +54,13 @@ def test_use_returns_the_create_operators_xcom_and_link(
     result = use_op(
         template_id, external_id=ext, files=[f"file://{replacement}"], override={"title": "NDA ACME"}
     ).execute(context)
-    assert set(result) == {"envelope_id", "item_ids", "external_id", "status"}
+    assert set(result) == {"envelope_id", "item_ids", "external_id", "status", "recipients", "fields"}
     assert result["status"] == "PENDING"
     assert result["external_id"] == ext
     envelope = hook.get_envelope(result["envelope_id"])
     assert result["item_ids"] == envelope.item_ids
+    assert [r["id"] for r in result["recipients"]] == sorted(r.id for r in envelope.recipients)
+    assert {f["id"] for f in result["fields"]} == {f.id for f in envelope.fields}
     assert sandbox.item_bytes(envelope.item_ids[0], version="original") == replacement.read_bytes()
     pushed = context["ti"].pushed
     assert pushed["envelope_id"] == result["envelope_id"]

@@ -34,7 +34,8 @@ from airflow_provider_docsign.service.models import Envelope
 
 pytestmark = pytest.mark.integration
 
-#: One character of each refused class, and how the problem names it.
+#: One character of each refused class, and how the problem names it (every class of
+#: service/text_policy.py; each is tested with several code points in tests/unit/test_text_policy.py).
 HOSTILE: dict[str, tuple[str, str]] = {
     "ESC": ("\x1b", "the control character U+001B"),
     "LF": ("\n", "the control character U+000A"),
@@ -45,12 +46,28 @@ HOSTILE: dict[str, tuple[str, str]] = {
     "PS": ("\u2029", "the paragraph separator U+2029"),
     "RLO": ("\u202e", "the bidirectional control U+202E"),
     "LRI": ("\u2066", "the bidirectional control U+2066"),
+    "LRM": ("\u200e", "the bidirectional control U+200E"),
+    "RLM": ("\u200f", "the bidirectional control U+200F"),
+    "ALM": ("\u061c", "the bidirectional control U+061C"),
     "ZWSP": ("\u200b", "the invisible character U+200B"),
+    "ZWNJ": ("\u200c", "the invisible character U+200C"),
+    "ZWJ": ("\u200d", "the invisible character U+200D"),
     "BOM": ("\ufeff", "the invisible character U+FEFF"),
+    "SHY": ("\u00ad", "the invisible character U+00AD"),
+    "CGJ": ("\u034f", "the invisible character U+034F"),
+    "HF": ("\u3164", "the invisible character U+3164"),
+    "HWHF": ("\uffa0", "the invisible character U+FFA0"),
+    "VS16": ("\ufe0f", "the invisible character U+FE0F"),  # after a Latin letter: applies to nothing
+    "IAA": ("\ufff9", "the format character U+FFF9"),
+    "TAG": ("\U000e0041", "the tag character U+E0041"),
+    "CANCEL": ("\U000e007f", "the tag character U+E007F"),
+    "nonchar": ("\uffff", "the noncharacter U+FFFF"),
+    "nonchar16": ("\U0010fffe", "the noncharacter U+10FFFE"),
+    "unassigned": ("\u2065", "the unassigned code point U+2065"),
     "surrogate": ("\ud800", "a lone surrogate U+D800"),
 }
 #: Classes that the document's own content (prefill and form values) may hold: scripts need them.
-SCRIPT = {"RLO", "LRI", "ZWSP", "BOM"}
+SCRIPT = {"RLO", "LRI", "LRM", "RLM", "ALM", "ZWSP", "ZWNJ", "ZWJ", "BOM", "SHY", "CGJ", "HF", "HWHF", "VS16"}
 
 
 @dataclass
@@ -150,6 +167,7 @@ CASES: list[Case] = [
     Case("create_envelope", "attachments[0].label", "POST /envelope/create", lambda h, w, t: _create(h, w, attachments=[{"label": t, "data": "https://x.test/a"}])),
     Case("create_envelope", "attachments[0].data", "POST /envelope/create", lambda h, w, t: _create(h, w, attachments=[{"label": "a", "data": f"https://x.test/{t}"}])),
     Case("create_envelope", "formValues.name", "POST /envelope/create", lambda h, w, t: _create(h, w, formValues={"name": t}), allows=CONTENT),
+    Case("create_envelope", "the key 'ab", "POST /envelope/create", lambda h, w, t: _create(h, w, formValues={t: "x"})),
     Case("create_envelope", "the key 'vis", "POST /envelope/create", lambda h, w, t: _create(h, w, **{f"vis{t}": "x"})),
     Case("create_envelope", "the name of file #0", "POST /envelope/create", lambda h, w, t: _create(h, w, files=[_named_pdf(w, t)])),
     Case("create_envelope", "title", "POST /envelope/create", lambda h, w, t: h.create_template(title=t, files=[w.pdf])),
@@ -186,6 +204,8 @@ CASES: list[Case] = [
     Case("use_template", "override.redirectUrl", "POST /envelope/use", lambda h, w, t: _use(h, w, override={"redirectUrl": f"https://x.test/{t}"})),
     Case("use_template", "attachments[0].label", "POST /envelope/use", lambda h, w, t: _use(h, w, attachments=[{"label": t, "data": "https://x.test/a"}])),
     Case("use_template", "formValues.name", "POST /envelope/use", lambda h, w, t: _use(h, w, form_values={"name": t}), allows=CONTENT),
+    Case("use_template", "the key 'ab", "POST /envelope/use", lambda h, w, t: _use(h, w, form_values={t: "x"})),
+    Case("use_template", "attachments[0].data", "POST /envelope/use", lambda h, w, t: _use(h, w, attachments=[{"label": "a", "url": f"https://x.test/{t}"}])),
     Case("use_template", "the name of file #0", "POST /envelope/use", lambda h, w, t: _use(h, w, files=[_named_pdf(w, t)])),
     Case("duplicate_envelope", "the path", "GET /envelope/", lambda h, w, t: h.duplicate_template(f"envelope_{t}")),
     Case("duplicate_envelope", "envelopeId", "POST /envelope/duplicate", lambda h, w, t: h.duplicate_envelope(f"envelope_{t}")),
@@ -198,6 +218,7 @@ CASES: list[Case] = [
     Case("create_attachment", "data.data", "POST /envelope/attachment/create", lambda h, w, t: h.create_attachment(w.draft_id, label="Terms", url=f"https://x.test/{t}")),
     Case("create_attachment", "envelopeId", "POST /envelope/attachment/create", lambda h, w, t: h.create_attachment(f"envelope_{t}", label="Terms", url="https://x.test/terms")),
     Case("update_attachment", "data.label", "POST /envelope/attachment/update", lambda h, w, t: h.update_attachment("attachment_1", label=t, url="https://x.test/terms")),
+    Case("update_attachment", "data.data", "POST /envelope/attachment/update", lambda h, w, t: h.update_attachment("attachment_1", label="Terms", url=f"https://x.test/{t}")),
     Case("update_attachment", "id", "POST /envelope/attachment/update", lambda h, w, t: h.update_attachment(f"attachment_{t}", label="Terms", url="https://x.test/terms")),
     Case("delete_attachment", "id", "POST /envelope/attachment/delete", lambda h, w, t: h.delete_attachment(f"attachment_{t}")),
     # -- items: add (multipart), rename/reorder, delete, downloads
@@ -389,6 +410,17 @@ def test_script_characters_in_content_fields_do_reach_the_service(
         ("dotless i", lambda h, w: h.create_recipients(w.draft_id, [{"email": "adm\u0131n@example.com", "name": "A", "role": "CC"}]), "data[0].email", []),
         ("Kelvin sign", lambda h, w: h.update_recipients(w.draft_id, [{"id": w.recipient_id, "email": "\u212aim@example.com"}]), "data[0].email", []),
         ("long s", lambda h, w: _create(h, w, recipients=[signer(email="\u017fam@example.com")]), "recipients[0].email", []),
+        # attachment links: https only, at the boundary, whatever path put them in the request
+        ("http link, create", lambda h, w: _create(h, w, attachments=[{"label": "T", "data": "http://x.test/t"}]), "attachments[0].data", []),
+        ("http link, template", lambda h, w: h.create_template(title="T", files=[w.pdf], attachments=[{"label": "T", "data": "http://x.test/t"}]), "attachments[0].data", []),
+        ("credentials, create", lambda h, w: _create(h, w, attachments=[{"label": "T", "data": "https://www.yourbank.example@evil.example/login"}]), "attachments[0].data", []),
+        ("backslash, create", lambda h, w: _create(h, w, attachments=[{"label": "T", "data": "https://good.example\\@evil.example/"}]), "attachments[0].data", []),
+        ("Cyrillic a, create", lambda h, w: _create(h, w, attachments=[{"label": "T", "data": "https://\u0430pple.com/"}]), "attachments[0].data", []),
+        ("punycode, create", lambda h, w: _create(h, w, attachments=[{"label": "T", "data": "https://xn--pple-43d.com/"}]), "attachments[0].data", []),
+        ("http link, use", lambda h, w: _use(h, w, attachments=[{"label": "T", "url": "http://x.test/t"}]), "attachments[0]", []),
+        ("credentials, attach", lambda h, w: h.create_attachment(w.draft_id, label="T", url="https://a@evil.example/"), "attachment", []),
+        ("punycode, relink", lambda h, w: h.update_attachment("attachment_1", label="T", url="https://xn--pple-43d.com/"), "attachment", []),
+        ("credentials, redirect", lambda h, w: h.update_envelope(w.draft_id, meta={"redirectUrl": "https://a@evil.example/"}), "meta.redirectUrl", []),
     ],
 )  # fmt: skip
 def test_lengths_links_and_lookalike_emails_never_reach_the_service(
@@ -406,3 +438,41 @@ def test_lengths_links_and_lookalike_emails_never_reach_the_service(
     assert any(p.startswith(where) for p in info.value.problems), info.value.problems
     expected = [f"GET /envelope/{world.draft_id}" for _ in reads]
     assert [f"{r['method']} {r['path']}" for r in sandbox.requests()] == expected
+
+
+@pytest.mark.parametrize("name", [n for n in HOSTILE if n != "surrogate"])
+def test_a_query_value_given_as_bytes_is_checked_as_text(
+    hook: DocsignHook, sandbox: SandboxServer, name: str
+) -> None:
+    char, words = HOSTILE[name]
+    sandbox.clear_requests()
+    with pytest.raises(DocsignValidationError) as info:
+        list(hook.find_envelopes(query=f"ab{char}cd".encode()))  # type: ignore[arg-type]
+    assert info.value.problems[0].startswith(f"?query contains {words} at position 2")
+    with pytest.raises(DocsignValidationError) as info:
+        list(hook.find_envelopes(query=b"\xff\xfe"))  # type: ignore[arg-type]
+    assert info.value.problems == ["?query is bytes that are not UTF-8 text (invalid start byte)"]
+    assert sandbox.requests() == []
+
+
+def test_well_formed_emoji_and_scripts_do_reach_the_service(
+    hook: DocsignHook, sandbox: SandboxServer, world: World
+) -> None:
+    # VS16 after an emoji, ZWJ inside emoji sequences, a skin tone, the flag of England and a Persian
+    # name with its zero-width non-joiner: well-formed text, sent once and stored as given.
+    title = "Team \U0001f469\u200d\U0001f4bb \u2764\ufe0f \U0001f3f3\ufe0f\u200d\U0001f308 \U0001f469\U0001f3fd\u200d\U0001f52c"
+    flag = "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f"
+    name = "\u0639\u0644\u06cc\u200c\u0631\u0636\u0627"
+    sandbox.clear_requests()
+    envelope_id = _create(
+        hook,
+        world,
+        title=title,
+        recipients=[signer(name=name, email="ali@example.com")],
+        meta={"subject": f"{flag} contract"},
+    )
+    assert [r["path"] for r in sandbox.requests() if r["method"] == "POST"] == ["/envelope/create"]
+    envelope = hook.get_envelope(envelope_id)
+    assert envelope.title == title
+    assert envelope.recipients[0].name == name
+    hook.delete_envelope(envelope_id)

@@ -198,3 +198,14 @@ def test_three_minutes_later_the_ltv_copy_validates_and_the_plain_copy_reports_t
     assert (
         main(["--manifest", str(folder / "manifest.json"), "--trust", str(seal), "--tsa-cert", str(tsa)]) == 0
     )
+    capsys.readouterr()
+
+    # Unpinned, the copy's document timestamp is said not trusted; --strict fails it, and unpinned seals.
+    copy = str(folder / entry["ltv"]["path"])
+    assert main([copy, "--trust", str(seal)]) == 0
+    assert "      not trusted: no TSA pinned: anyone can make such a token" in capsys.readouterr().out
+    assert main([copy, "--trust", str(seal), "--strict"]) == 1
+    assert "not trusted: no TSA pinned, and --strict was given" in capsys.readouterr().out
+    assert main([copy, "--tsa-cert", str(tsa), "--strict"]) == 1
+    assert "not trusted: no signer certificate pinned, and --strict was given" in capsys.readouterr().out
+    assert main([copy, "--trust", str(seal), "--tsa-cert", str(tsa), "--strict"]) == 0

@@ -126,10 +126,19 @@ def test_what_the_docs_and_examples_import_now_imports_without_a_warning(tmp_pat
     assert f"{PACKAGE}.operators" in paths
     if not AIRFLOW_V_3_0_PLUS:  # the webhook trigger exists on Airflow 3 only (the docs say so)
         paths = {p for p in paths if not p.endswith(".webhook")}
-    # A fresh interpreter, so that nothing is imported already and a warning is an error.
-    code = "".join(f"import {module}\n" for module in sorted(paths))
+    # A fresh interpreter, so that nothing is imported already, and a deprecation warning that the
+    # imports themselves raise, or that our package raises, is an error. Airflow's own warnings about
+    # its own settings (2.11's RemovedInAirflow3Warning on importing airflow.triggers.base, say) are
+    # not ours to fix, and depend on the installed Airflow's dependencies: they are left alone.
+    prelude = (
+        "import warnings\n"
+        "warnings.simplefilter('ignore', DeprecationWarning)\n"
+        "warnings.filterwarnings('error', category=DeprecationWarning, "
+        "module=r'(__main__|airflow_provider_docsign)(\\..*)?$')\n"
+    )
+    code = prelude + "".join(f"import {module}\n" for module in sorted(paths))
     done = subprocess.run(
-        [sys.executable, "-W", "error::DeprecationWarning", "-c", code],
+        [sys.executable, "-c", code],
         capture_output=True,
         text=True,
         timeout=180,

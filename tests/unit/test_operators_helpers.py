@@ -88,7 +88,7 @@ def test_field_shape_problems_cover_every_rule() -> None:
     problems = field_shape_problems(
         [
             good,
-            {**good, "recipientId": "1"},
+            {**good, "recipientId": " 1"},  # "1" is recipient 1; " 1" is not an id
             {**good, "type": "SCRIBBLE"},
             {**good, "page": 0},
             {**good, "positionX": 101},
@@ -99,7 +99,7 @@ def test_field_shape_problems_cover_every_rule() -> None:
         ]
     )
     text = "\n".join(problems)
-    assert "fields[1]: recipientId must be an integer" in text
+    assert "fields[1]: recipientId must be a recipient id (an integer, or its digits" in text
     assert "fields[2]: type 'SCRIBBLE'" in text
     assert "fields[3]: page must be an integer >= 1" in text
     assert "fields[4]: positionX=101 is outside 0-100" in text

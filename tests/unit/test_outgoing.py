@@ -1,4 +1,8 @@
-"""The one outgoing check (service/outgoing.py): text, lengths, e-mails and URLs (pure)."""
+"""The one outgoing check (service/outgoing.py): text, lengths, e-mails and URLs (pure).
+
+Each character class is tested with several code points in test_text_policy.py, and each link rule in
+test_link_safety.py; here: that the check applies them to every string, key and query value.
+"""
 
 from __future__ import annotations
 
@@ -29,10 +33,24 @@ HOSTILE = {
     "RLO": ("\u202e", "the bidirectional control U+202E"),
     "LRI": ("\u2066", "the bidirectional control U+2066"),
     "PDI": ("\u2069", "the bidirectional control U+2069"),
+    "ALM": ("\u061c", "the bidirectional control U+061C"),
+    "LRM": ("\u200e", "the bidirectional control U+200E"),
+    "RLM": ("\u200f", "the bidirectional control U+200F"),
     "ZWSP": ("\u200b", "the invisible character U+200B"),
+    "ZWNJ": ("\u200c", "the invisible character U+200C"),
     "ZWJ": ("\u200d", "the invisible character U+200D"),
     "WJ": ("\u2060", "the invisible character U+2060"),
     "BOM": ("\ufeff", "the invisible character U+FEFF"),
+    "SHY": ("\u00ad", "the invisible character U+00AD"),
+    "CGJ": ("\u034f", "the invisible character U+034F"),
+    "Hangul filler": ("\u3164", "the invisible character U+3164"),
+    "halfwidth Hangul filler": ("\uffa0", "the invisible character U+FFA0"),
+    "VS16 after a letter": ("\ufe0f", "the invisible character U+FE0F"),
+    "annotation": ("\ufffa", "the format character U+FFFA"),
+    "tag": ("\U000e0041", "the tag character U+E0041"),
+    "cancel tag": ("\U000e007f", "the tag character U+E007F"),
+    "noncharacter": ("\uffff", "the noncharacter U+FFFF"),
+    "unassigned": ("\u2065", "the unassigned code point U+2065"),
     "surrogate": ("\ud800", "a lone surrogate U+D800"),
 }
 
@@ -45,18 +63,42 @@ def update(**meta: Any) -> dict[str, Any]:
 def test_every_class_is_refused_naming_the_path_and_the_code_point(name: str) -> None:
     char, words = HOSTILE[name]
     problems = check_request("POST", "/envelope/update", json=update(subject=f"Please{char} sign"))
-    assert problems == [
-        f"meta.subject contains {words} at position 6; remove it ({_hint(words)})",
-    ]
+    assert len(problems) == 1
+    assert problems[0].startswith(f"meta.subject contains {words} at position 6; remove it (")
     assert all(p.isprintable() for p in problems), "a problem must never carry the raw character"
+    # every key of an object, and a query value given as bytes, are checked alike
+    (key,) = check_request("POST", "/envelope/create", payload={"formValues": {f"Name{char}": "x"}})
+    assert key.startswith("the key 'Name")
+    assert f"' of formValues contains {words} at position 4" in key
+    if name != "surrogate":
+        (query,) = check_request("GET", "/envelope", params={"query": f"ab{char}".encode()})
+        assert query.startswith(f"?query contains {words} at position 2; remove it (")
 
 
-def _hint(words: str) -> str:
-    if "control character" in words:
-        return "only tabs are allowed"
-    if "surrogate" in words:
-        return "it is not text; the service cannot store it"
-    return "it can make the text read as something else, or break lines in logs and e-mails"
+def test_well_formed_emoji_and_scripts_pass_in_every_field() -> None:
+    fine = [
+        "Team \U0001f469\u200d\U0001f4bb",  # ZWJ in an emoji sequence
+        "\u2764\ufe0f thanks",  # VS16 after an emoji
+        "\U0001f3f3\ufe0f\u200d\U0001f308 \U0001f469\U0001f3fd\u200d\U0001f4bb",
+        "\U0001f3f4\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f England",
+        "\u0639\u0644\u06cc\u200c\u0631\u0636\u0627",  # a Persian name with its non-joiner
+    ]
+    for text in fine:
+        assert check_request("POST", "/envelope/update", json=update(subject=text)) == [], text
+        assert check_request("POST", "/envelope/create", payload={"formValues": {text: text}}) == []
+        assert check_request("GET", "/envelope", params={"query": text.encode()}) == []
+
+
+def test_bytes_are_text_only_in_the_query() -> None:
+    assert check_request("GET", "/envelope", params={"query": b"\xff\xfe"}) == [
+        "?query is bytes that are not UTF-8 text (invalid start byte)"
+    ]
+    assert check_request("POST", "/folder/create", json={"name": b"Q3"}) == [
+        "name is bytes, which JSON cannot carry: give text"
+    ]
+    assert check_request("GET", "/envelope", params={"q\u202ey": "x"})[0].startswith(
+        "the name of query parameter ?q\\u202ey contains the bidirectional control U+202E"
+    )
 
 
 def test_tab_is_allowed_everywhere_and_line_breaks_only_in_the_email_message() -> None:
@@ -83,8 +125,16 @@ def test_free_text_keeps_script_characters_but_not_controls() -> None:
     assert check_request("POST", "/envelope/use", payload=use)[0].startswith(
         "prefillFields[0].value contains the line separator U+2028"
     )
-    assert check_request("POST", "/envelope/create", payload={"formValues": {"Name\u200c": "x\u202bA"}}) == []
+    assert (
+        check_request("POST", "/envelope/create", payload={"formValues": {"Name": "x\u202bA\u200cb"}}) == []
+    )
     assert check_request("POST", "/envelope/create", payload={"formValues": {"n": "\x00"}}) != []
+    # but a key is a name, not content: no exception there
+    (problem,) = check_request("POST", "/envelope/create", payload={"formValues": {"Name\u200c": "x"}})
+    assert problem.startswith("the key 'Name\\u200c' of formValues contains the invisible character U+200C")
+    # and the classes no script needs stay refused in content too
+    for char in ("\U000e0041", "\uffff", "\u2065", "\ufff9", "\n"):
+        assert check_request("POST", "/envelope/create", payload={"formValues": {"n": f"a{char}"}}) != []
 
 
 def test_keys_are_checked_too() -> None:
@@ -137,13 +187,19 @@ def test_a_string_the_schema_leaves_unbounded_is_held_to_the_default() -> None:
 def test_redirect_url_must_be_http_or_https(url: str) -> None:
     problems = check_request("POST", "/envelope/update", json=update(redirectUrl=url))
     assert len(problems) == 1
-    assert problems[0].startswith("meta.redirectUrl must be an http or https URL (")
+    assert problems[0].startswith("meta.redirectUrl: the link ")
+    assert " is refused: " in problems[0]
     use = {"envelopeId": "e", "override": {"redirectUrl": url}}
     assert check_request("POST", "/envelope/use", payload=use) != []
 
 
 def test_good_urls_and_the_empty_redirect_pass() -> None:
-    for url in ("https://example.com/done?x=1", "HTTP://example.com", ""):
+    for url in (
+        "https://example.com/done?x=1",
+        "HTTP://example.com",
+        "",
+        "https://\u043f\u0440\u0438\u043c\u0435\u0440.\u0440\u0444/",
+    ):
         assert check_request("POST", "/envelope/update", json=update(redirectUrl=url)) == []
     # Attachment links (format: uri in the schema) follow the same rule, and may not be empty.
     attachment = {"attachments": [{"label": "Terms", "data": "javascript:alert(1)"}]}
@@ -152,6 +208,62 @@ def test_good_urls_and_the_empty_redirect_pass() -> None:
         check_request("POST", "/envelope/create", payload={"attachments": [{"label": "T", "data": ""}]}) != []
     )
     assert url_problem("https://example.com/terms.pdf") is None
+    assert url_problem("http://example.com/terms.pdf") is None
+    assert url_problem("http://example.com/terms.pdf", https_only=True) is not None
+    # a redirect is opened by the signer's browser too: no credentials, no mixed-script host
+    (problem,) = check_request("POST", "/envelope/update", json=update(redirectUrl="https://a@b.example/"))
+    assert "carries a user name or password" in problem
+
+
+def _listed(url: str) -> dict[str, Any]:
+    return {"attachments": [{"label": "T", "data": url}]}
+
+
+def _one(url: str) -> dict[str, Any]:
+    return {"id": "a", "envelopeId": "e", "data": {"label": "T", "data": url}}
+
+
+#: Every request the schema lets carry an attachment link (``format: uri``), and where in its body.
+ATTACHMENT_ROUTES = [
+    ("/envelope/create", "payload", _listed, "attachments[0].data"),
+    ("/envelope/use", "payload", _listed, "attachments[0].data"),
+    ("/template/use", "json", _listed, "attachments[0].data"),
+    ("/document/create/beta", "json", _listed, "attachments[0].data"),
+    ("/envelope/attachment/create", "json", _one, "data.data"),
+    ("/envelope/attachment/update", "json", _one, "data.data"),
+    ("/document/attachment/create", "json", _one, "data.data"),
+]
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://example.com/terms", "only https links are allowed"),
+        ("https://www.yourbank.example@evil.example/login", "carries a user name or password"),
+        ("https://good.example\\@evil.example/", "Python reads its host as 'evil.example'"),
+        ("https://\u0430pple.com/", "mixes scripts: Cyrillic ('\u0430') with Latin ('ple')"),
+        ("https://xn--pple-43d.com/", "mixes scripts: Cyrillic"),
+    ],
+)
+def test_every_route_that_carries_an_attachment_link_refuses_a_bad_one(url: str, reason: str) -> None:
+    for path, part, body, where in ATTACHMENT_ROUTES:
+        problems = check_request("POST", path, **{part: body(url)})
+        assert len(problems) == 1, (path, problems)
+        assert problems[0].startswith(f"{where}: the link "), problems
+        assert reason in problems[0], problems
+        assert check_request("POST", path, **{part: body("https://b\u00fccher.example/terms")}) == [], path
+
+
+def test_the_attachment_routes_are_every_uri_field_of_the_schema() -> None:
+    from airflow_provider_docsign.service import _rules
+
+    routes = {f"POST {path}" for path, *_ in ATTACHMENT_ROUTES}
+    assert routes <= set(_rules.URL)
+    # every format: uri field of v2.17 is an attachment link (so the https-only rule fits all of them)
+    assert {field for fields in _rules.URL.values() for field in fields} == {
+        "attachments[].data",
+        "data.data",
+    }
 
 
 @pytest.mark.parametrize(

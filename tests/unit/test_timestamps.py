@@ -175,6 +175,37 @@ def test_an_expired_tsa_certificate_is_noted_not_failed(tsa: tuple[Any, bytes]) 
     assert any("expired" in n for n in report.notes)
 
 
+def _dated(stamper: Any, at: datetime.datetime) -> bytes:
+    """A token from ``stamper``'s key and certificate, dated ``at`` (pyHanko's fixed_dt)."""
+    from asn1crypto import tsp
+    from pyhanko.sign.timestamps import DummyTimeStamper
+
+    dated = DummyTimeStamper(tsa_cert=stamper.tsa_cert, tsa_key=stamper.tsa_key, fixed_dt=at)
+    body, _ = build_request(hashlib.sha256(DATA).digest())
+    return bytes(dated.request_tsa_response(tsp.TimeStampReq.load(body)).dump())
+
+
+def test_a_gen_time_in_the_future_fails_beyond_five_minutes_of_clock_tolerance(
+    tsa: tuple[Any, bytes],
+) -> None:
+    pins = TrustPolicy.build(pem=[tsa[1]])
+    ahead = verify_timestamp(_dated(tsa[0], NOW + datetime.timedelta(days=3)), DATA, trust=pins)
+    assert ahead.trusted is True  # signed by the pinned TSA: only its date gives it away
+    assert not ahead.passed
+    (problem,) = ahead.problems
+    assert problem.startswith(f"genTime {ahead.gen_time} is in the future: later than now (")
+    assert "by more than the 5 minutes clocks may differ" in problem
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    assert verify_timestamp(_dated(tsa[0], now + datetime.timedelta(minutes=4)), DATA, trust=pins).passed
+    # A validation time in the future does not move the limit: the real now does.
+    later = now + datetime.timedelta(days=30)
+    assert not verify_timestamp(_dated(tsa[0], now + datetime.timedelta(days=1)), DATA, now=later).passed
+    # A validation time in the past does: as of then the token did not exist.
+    before = verify_timestamp(_dated(tsa[0], now), DATA, now=now - datetime.timedelta(hours=1))
+    assert "is later than the moment it is checked as of" in before.problems[0]
+
+
 # -- the connection -------------------------------------------------------------------------------
 
 

@@ -194,8 +194,9 @@ def test_a_manifest_or_trust_file_that_is_a_fifo_is_refused(tmp_path: Path) -> N
     done = _docsign("verify", "--trust", tmp_path / "trust.pem", SEALED)
     assert done.returncode == 2
     (line,) = done.stderr.splitlines()
-    assert line.startswith("docsign verify: error: trust policy: ")
+    assert line.startswith(f"docsign verify: error: --trust {tmp_path / 'trust.pem'}: ")
     assert "is a FIFO (named pipe), not a regular file" in line
+    assert line.endswith("give the PEM file of a certificate")
 
 
 def test_the_evidence_beside_a_manifest_is_read_under_the_same_rules(tmp_path: Path) -> None:
@@ -216,7 +217,7 @@ def test_the_evidence_beside_a_manifest_is_read_under_the_same_rules(tmp_path: P
     done = _docsign("verify", "--tsa-cert", tmp_path / "tsa.pem", SEALED)
     assert done.returncode == 2
     (line,) = done.stderr.splitlines()
-    assert line.startswith("docsign verify: error: TSA trust: ")
+    assert line.startswith(f"docsign verify: error: --tsa-cert {tmp_path / 'tsa.pem'}: ")
     assert "is a FIFO (named pipe), not a regular file" in line
 
 
