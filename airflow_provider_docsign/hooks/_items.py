@@ -21,6 +21,21 @@ from airflow_provider_docsign.service.models import DownloadResult, EnvelopeItem
 from airflow_provider_docsign.service.payloads import check_files_only, count_pdf_pages
 
 
+def service_title(title: str) -> str:
+    """An item title as the service stores it: without outer white space.
+
+    Documenso v2.17.0 validates the title of ``POST /envelope/item/update-many`` with
+    ``ZDocumentTitleSchema`` (``packages/trpc/server/document-router/schema.ts``, used by
+    ``packages/trpc/server/envelope-router/update-envelope-items.types.ts``): a zod string that is
+    trimmed, then held to 1-255 characters. So ``" Annex A "`` is stored as ``"Annex A"``. JavaScript's
+    ``trim()`` and Python's ``str.strip()`` differ only on characters the outgoing check refuses anyway
+    (C0 separators, NEL, U+FEFF).
+
+    :param title: The title as given.
+    """
+    return title.strip()
+
+
 def _download(
     hook: HookCore, call: Call, destination: Any, *, overwrite: bool, fallback_name: str
 ) -> DownloadResult:
@@ -54,7 +69,9 @@ class ItemMethods:
     ) -> list[EnvelopeItem]:
         """Rename and/or reorder items, then read the envelope back and check the change was applied.
 
-        The service (v2.17) changes only the ``title`` and ``order`` given; nothing else is reset.
+        The service (v2.17) changes only the ``title`` and ``order`` given; nothing else is reset. It
+        stores a title trimmed (see :func:`service_title`), so titles are compared without outer white
+        space on both sides.
 
         :param envelope_id: The envelope id.
         :param items: ``[{"envelopeItemId": ..., "title": ..., "order": ...}]`` (title and order optional).
@@ -91,7 +108,7 @@ class ItemMethods:
             if current is None:
                 not_applied.append(f"{item['envelopeItemId']} is not an item of the envelope")
                 continue
-            if "title" in item and current.title != item["title"].strip():
+            if "title" in item and service_title(current.title or "") != service_title(item["title"]):
                 not_applied.append(f"{current.id} title is {current.title!r}, not {item['title']!r}")
             if "order" in item and current.order != item["order"]:
                 not_applied.append(f"{current.id} order is {current.order}, not {item['order']}")

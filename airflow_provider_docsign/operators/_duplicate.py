@@ -1,9 +1,12 @@
-"""The steps of :class:`~airflow_provider_docsign.operators.templates.DocsignDuplicateEnvelopeOperator`.
+"""The steps of the duplicate operators (:mod:`~airflow_provider_docsign.operators.templates`).
 
+``DocsignDuplicateEnvelopeOperator`` uses them all; ``DocsignDuplicateTemplateOperator`` uses
+:func:`check_changes` and :func:`duplicate_then_update` (it has no external id to find a copy by).
 A duplicate is not idempotent, so every step that could leave a second copy behind is made safe here:
 
 * :func:`check_changes`: the title, external id and folder the copy gets are checked before the copy
-  is made (a refused title never leaves a half-made copy);
+  is made, as the update that gives them to it is checked (a refused title never leaves a half-made
+  copy, nor a retry that copies again);
 * :func:`folder_problem`: the folder must be one of the team's, of the source's type (the service
   refuses a template's copy in a document folder, after the copy exists);
 * :func:`copy_problem`: an envelope found by the external id is reused only if it is a copy of this
@@ -60,9 +63,13 @@ def check_changes(source: str, changes: dict[str, Any]) -> None:
     """
     title = changes.get("title")
     if title is not None and not str(title).strip():
-        raise DocsignValidationError(["title must not be empty"], "duplicate_envelope")
+        raise DocsignValidationError(["title must not be empty"], "the copy's title")
     if changes:
-        ep.check_outgoing(ep.update_envelope(source, changes, None))
+        try:
+            ep.check_outgoing(ep.update_envelope(source, changes, None))
+        except DocsignValidationError as err:  # named as what the user gave, not as the later update
+            what = f"the copy's {', '.join(sorted(changes))} (set by POST /envelope/update once it exists)"
+            raise DocsignValidationError(err.problems, what) from err
 
 
 def folder_problem(hook: DocsignHook, folder_id: str, envelope_type: str | None) -> str | None:

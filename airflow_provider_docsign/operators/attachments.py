@@ -15,7 +15,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import AirflowFailException
-from airflow_provider_docsign.exceptions import DocsignNotFoundError, DocsignValidationError
+from airflow_provider_docsign.exceptions import (
+    DocsignAmbiguousWriteError,
+    DocsignNotFoundError,
+    DocsignValidationError,
+)
 from airflow_provider_docsign.operators._base import PERMANENT_ERRORS, DocsignBaseOperator, fail_now
 from airflow_provider_docsign.service.attachments import (
     Attachment,
@@ -207,7 +211,8 @@ class DocsignDeleteAttachmentOperator(_AttachmentOperator):
     """Remove one attachment from an envelope, found by id or by label.
 
     An attachment that is not there (any more) counts as removed, and so does a 404 from the service:
-    the task is safe to retry.
+    the task is safe to retry. When the delete's answer is lost, the attachments are read back: gone
+    counts as removed.
 
     Returns ``{"envelope_id", "attachment_id", "deleted"}`` (``deleted`` is False when it was not there).
 
@@ -248,5 +253,10 @@ class DocsignDeleteAttachmentOperator(_AttachmentOperator):
             return {**result, "attachment_id": current.id}
         except PERMANENT_ERRORS as err:
             raise fail_now(err) from err
+        except DocsignAmbiguousWriteError:
+            # The answer was lost: read back. Still there, the task fails (a retry deletes it).
+            if any(a.id == current.id for a in self.hook.find_attachments(str(self.envelope_id))):
+                raise
+            self.log.warning("The delete's answer was lost, but attachment %s is gone", current.id)
         self.log.info("Removed attachment %s from envelope %s", current.id, self.envelope_id)
         return {**result, "attachment_id": current.id, "deleted": True}

@@ -7,7 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import AirflowFailException, mask_secret
 from airflow_provider_docsign._text import printable
-from airflow_provider_docsign.exceptions import DocsignAmbiguousWriteError, DocsignValidationError
+from airflow_provider_docsign.exceptions import (
+    DocsignAmbiguousWriteError,
+    DocsignInvalidRequestError,
+    DocsignValidationError,
+)
 from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
     DocsignBaseOperator,
@@ -423,8 +427,9 @@ class DocsignDistributeEnvelopeOperator(DocsignBaseOperator):
 class DocsignCancelEnvelopeOperator(DocsignBaseOperator):
     """Cancel a PENDING envelope (its recipients can no longer sign).
 
-    An envelope that is already CANCELLED is left as it is and the task succeeds (safe on retry).
-    Any other status fails the task: the service only cancels PENDING envelopes.
+    An envelope that is already CANCELLED is left as it is and the task succeeds (safe on retry), also
+    when another run cancels it between this task's read and its cancel. Any other status fails the
+    task: the service only cancels PENDING envelopes.
 
     Returns ``{"envelope_id", "status"}``.
 
@@ -455,6 +460,13 @@ class DocsignCancelEnvelopeOperator(DocsignBaseOperator):
             )
         try:
             self.hook.cancel_envelope(envelope_id, reason=self.reason)
+        except DocsignInvalidRequestError as err:
+            # Another run (or a person) cancelled it between the read and the cancel: done all the same.
+            if self.hook.get_envelope(envelope_id).status != EnvelopeStatus.CANCELLED:
+                raise fail_now(err) from err
+            self.log.info(
+                "Envelope %s was cancelled meanwhile, by another run or in the web app", envelope_id
+            )
         except PERMANENT_ERRORS as err:
             raise fail_now(err) from err
         except DocsignAmbiguousWriteError:

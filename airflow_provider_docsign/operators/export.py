@@ -138,7 +138,7 @@ class DocsignExportEnvelopesOperator(DocsignBaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         """List, select, read and write the interval's partition; emit the asset event."""
-        start, end = parse_ts(self.start), parse_ts(self.end)
+        start, end = _time(self.start, "start"), _time(self.end, "end")
         if start is None or end is None or not start < end:
             raise fail_now(
                 DocsignValidationError(
@@ -153,7 +153,13 @@ class DocsignExportEnvelopesOperator(DocsignBaseOperator):
         hook = self.hook
         hook.before_request = self._pacer()
         date = partition_date(start)
-        writer = PartitionWriter(_destination(self.destination), date, self.format)
+        try:
+            writer = PartitionWriter(_destination(self.destination), date, self.format)
+        except (FileExistsError, NotADirectoryError) as err:  # a file where a directory must be
+            where = f"{str(err.filename)!r} is a file, not a directory" if err.filename else str(err)
+            raise fail_now(
+                DocsignValidationError([f"destination {str(self.destination)!r}: {where}"], "export")
+            ) from err
         if writer.swept:
             self.log.warning("Cleaned up after export runs that died: %s", "; ".join(writer.swept))
         try:
@@ -238,6 +244,19 @@ class DocsignExportEnvelopesOperator(DocsignBaseOperator):
         return lineage.export_facets(
             self.partitions, {t: [(c.name, c.type) for c in TABLES[t]] for t in TABLES}
         )
+
+
+def _time(value: Any, name: str) -> Any:
+    """``start`` or ``end`` as an aware UTC datetime; a value that is no ISO 8601 time fails the task."""
+    try:
+        return parse_ts(value)
+    except (TypeError, ValueError) as err:
+        raise fail_now(
+            DocsignValidationError(
+                [f"{name} must be an ISO 8601 time such as '2026-11-02T00:00:00+00:00', not {value!r}"],
+                "export",
+            )
+        ) from err
 
 
 def _destination(destination: Any) -> Any:

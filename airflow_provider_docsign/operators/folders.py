@@ -5,7 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_docsign.exceptions import DocsignAmbiguousWriteError, DocsignValidationError
+from airflow_provider_docsign.exceptions import (
+    DocsignAmbiguousWriteError,
+    DocsignError,
+    DocsignValidationError,
+)
 from airflow_provider_docsign.operators._base import PERMANENT_ERRORS, DocsignBaseOperator, fail_now
 
 if TYPE_CHECKING:
@@ -23,6 +27,10 @@ class DocsignCreateFolderOperator(DocsignBaseOperator):
     Running the task twice (or retrying it) never makes a second folder. Names are compared exactly
     (after trimming spaces), among folders of the same type whose parent is ``parent_id`` (the root
     when ``None``). If several such folders already exist, the oldest one is returned.
+
+    Two runs at the same time (a backfill, two DAGs) may both find no folder and both create one: after
+    its create, a run lists the folders again, returns the oldest, and deletes its own folder when it
+    is not the oldest (it was made a moment ago, and no run returns it), so both runs return one id.
 
     Returns the folder id.
 
@@ -82,7 +90,30 @@ class DocsignCreateFolderOperator(DocsignBaseOperator):
         except PERMANENT_ERRORS as err:
             raise fail_now(err) from err
         self.log.info("Created folder %r under %s: %s", name, parent_id or "the root", folder.id)
-        return folder.id
+        return self._oldest_after_create(folder.id, name, parent_id, folder_type)
+
+    def _oldest_after_create(self, made: str, name: str, parent_id: str | None, folder_type: str) -> str:
+        """The oldest folder of this name; this run's own is deleted when another run's is older."""
+        try:
+            oldest = self._find(name, parent_id, folder_type)
+        except DocsignError as err:
+            self.log.warning("Could not list the folders again after the create (%s); using %s", err, made)
+            return made
+        if oldest is None or oldest.id == made:
+            return made
+        self.log.warning(
+            "Another run created folder %r under %s at the same time (%s): using it, and deleting %s, "
+            "the one this run made",
+            name,
+            parent_id or "the root",
+            oldest.id,
+            made,
+        )
+        try:
+            self.hook.delete_folder(made)
+        except DocsignError as err:
+            self.log.warning("Could not delete folder %s (%s); it is empty and can be deleted", made, err)
+        return oldest.id
 
     def _find(self, name: str, parent_id: str | None, folder_type: str) -> Folder | None:
         # Without parentId the service lists folders at every level (not only the root), so the

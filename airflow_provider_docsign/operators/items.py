@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import AirflowFailException
@@ -12,6 +13,7 @@ from airflow_provider_docsign.exceptions import (
     DocsignAPIError,
     DocsignValidationError,
 )
+from airflow_provider_docsign.hooks._items import service_title
 from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
     DocsignBaseOperator,
@@ -20,6 +22,7 @@ from airflow_provider_docsign.operators._base import (
     file_label,
     resolve_files,
 )
+from airflow_provider_docsign.service.models import parse_ts
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
@@ -31,6 +34,29 @@ __all__ = [
     "DocsignUpdateEnvelopeItemsOperator",
 ]
 
+#: How far apart an item's creation and the run's start, both on the service's clock, must be for a
+#: retry to say which came first: the ``Date`` header the run's start is placed by has whole seconds,
+#: and Airflow's scheduler (the run's start) and worker (now) clocks may differ a little.
+_CLOCK_SLACK = timedelta(seconds=5)
+
+
+def _last_items(envelope: Envelope, names: list[str]) -> list[EnvelopeItem] | None:
+    """The envelope's last items if they are titled ``names``, in order; ``None`` otherwise.
+
+    The service titles a new item with its file name.
+    """
+    if len(envelope.items) < len(names):
+        return None
+    tail = list(envelope.items[len(envelope.items) - len(names) :])
+    return tail if [i.title for i in tail] == names else None
+
+
+def _run_start(context: Context) -> datetime | None:
+    """When this DAG run started, on Airflow's clock (``None`` if the context does not say)."""
+    dag_run = context.get("dag_run") if hasattr(context, "get") else None
+    start = getattr(dag_run, "start_date", None)
+    return parse_ts(start) if isinstance(start, datetime) else None
+
 
 class DocsignAddEnvelopeItemsOperator(DocsignBaseOperator):
     """Add PDFs to a DRAFT envelope, then verify the final set and order of its items.
@@ -39,10 +65,16 @@ class DocsignAddEnvelopeItemsOperator(DocsignBaseOperator):
     item is there, after the items that existed before, in the order the files were given.
 
     Adding items is not idempotent (the service has no idempotency key), so it is never repeated
-    blindly: on a retry of the task, or after an add whose answer was lost, the envelope is read and,
-    if its last items are exactly these files (the service titles a new item with its file name, in
-    order), they are adopted instead of added again. Returns the new item ids, in the order the files
-    were given.
+    blindly. After an add whose answer was lost, the envelope is read again and items that are new
+    since the read before the add, titled as these files in order (the service titles a new item with
+    its file name), are adopted. On a retry of the task, the envelope's last items titled as these
+    files are adopted only if an earlier try of this DAG run can have added them: the service's audit
+    log must show each was added by ``/envelope/item/create-many`` after the run started (the run's
+    age, on Airflow's clock, is measured back from the service's ``Date``, so the two clocks need not
+    agree). Items that came with the envelope, or were added before the run started, are not these
+    files: they are uploaded. When it cannot be told (an item added within seconds of the run's start,
+    a template, which has no audit log, no run start in the context), the task fails without
+    uploading, naming the items. Returns the new item ids, in the order the files were given.
 
     :param envelope_id: The DRAFT envelope. Templated.
     :param files: The PDFs to add, in order: local paths, ``ObjectStoragePath`` objects or URIs
@@ -74,7 +106,7 @@ class DocsignAddEnvelopeItemsOperator(DocsignBaseOperator):
         try:
             before = self.hook.get_envelope(envelope_id)
             self.push_envelope_link(context, envelope_id, before)
-            adopted = self._added_earlier(before, names) if try_number > 1 else None
+            adopted = self._added_by_earlier_try(context, before, names) if try_number > 1 else None
             if adopted is not None:
                 self.log.info("Try %s: the files were added by a previous try as %s", try_number, adopted)
                 return adopted
@@ -100,22 +132,77 @@ class DocsignAddEnvelopeItemsOperator(DocsignBaseOperator):
         return new_ids
 
     @staticmethod
-    def _added_earlier(
-        envelope: Envelope, names: list[str], before: Envelope | None = None
-    ) -> list[str] | None:
-        """Ids of the envelope's last items if they are exactly these files (by title, in order).
+    def _added_earlier(envelope: Envelope, names: list[str], before: Envelope) -> list[str] | None:
+        """After a lost answer: ids of the last items if they are these files, new since ``before``.
 
-        The service titles a new item with its file name, so after a failed try (or a lost answer)
-        the files show up as the last items. With ``before``, they must also be new since then.
+        ``before`` is the read just before the add, in this try.
         """
-        if len(envelope.items) < len(names):
-            return None
-        tail = list(envelope.items[len(envelope.items) - len(names) :])
-        if [i.title for i in tail] != names:
-            return None
-        if before is not None and any(i.id in before.item_ids for i in tail):
+        tail = _last_items(envelope, names)
+        if tail is None or any(i.id in before.item_ids for i in tail):
             return None
         return [i.id for i in tail]
+
+    def _added_by_earlier_try(
+        self, context: Context, envelope: Envelope, names: list[str]
+    ) -> list[str] | None:
+        """On a retry: ids of the envelope's last items if an earlier try of this run added these files.
+
+        ``None`` when they are not these files, or were there before the run (upload them). An earlier
+        try uploaded all its files in one ``create-many``, which writes an ``ENVELOPE_ITEM_CREATED``
+        audit entry per item in the same transaction; so each item needs one, dated after the run's
+        start. The run's start is placed on the service's clock as its ``Date`` minus the run's age.
+
+        :raises AirflowFailException: When it cannot be told; nothing is uploaded.
+        """
+        tail = _last_items(envelope, names)
+        if tail is None:
+            return None
+        shown = ", ".join(f"{i.id} ({printable(i.title or '', 100)!r})" for i in tail)
+
+        def undecided(why: str) -> AirflowFailException:
+            return AirflowFailException(
+                f"Try {current_try(context)}: the last item(s) of envelope {envelope.id}, {shown}, have the "
+                f"names of these files, and it cannot be told whether an earlier try of this run added "
+                f"them or they were there before ({why}); nothing was uploaded. If an earlier try added "
+                "them, mark the task successful; if not, rename or delete them (or the files), then "
+                "clear the task"
+            )
+
+        if str(envelope.type or "").upper() == "TEMPLATE":
+            raise undecided("a template has no audit log to say when its items were added")
+        wanted = {i.id for i in tail}
+        created: dict[str, datetime | None] = {}
+        for entry in self.hook.get_audit_log(envelope.id):  # newest first: stop when all are found
+            data = entry.get("data")
+            item_id = data.get("envelopeItemId") if isinstance(data, dict) else None
+            if entry.get("type") == "ENVELOPE_ITEM_CREATED" and item_id in wanted and item_id not in created:
+                try:
+                    created[item_id] = parse_ts(entry.get("createdAt"))
+                except ValueError:
+                    created[item_id] = None
+                if len(created) == len(wanted):
+                    break
+        if len(created) < len(wanted):
+            came = [i.id for i in tail if i.id not in created]
+            self.log.info(
+                "Items %s came with the envelope, not from an earlier try: uploading the files", came
+            )
+            return None
+        start, service_now = _run_start(context), self.hook.last_service_time
+        if start is None or service_now is None:
+            raise undecided(
+                "no " + ("DAG run start in the context" if start is None else "Date from the service")
+            )
+        run_start = service_now - max(timedelta(0), datetime.now(timezone.utc) - start)
+        if any(t is not None and t < run_start - _CLOCK_SLACK for t in created.values()):
+            self.log.info("Items %s were there before this run started: uploading the files", sorted(created))
+            return None
+        if all(t is not None and t > run_start + _CLOCK_SLACK for t in created.values()):
+            return [i.id for i in tail]
+        raise undecided(
+            f"they were added within {_CLOCK_SLACK.seconds} seconds of the run's start, or at a time the "
+            "audit log does not give"
+        )
 
     def _verify(self, before: Envelope, after: Envelope, new_ids: list[str], count: int) -> None:
         problems: list[str] = []
@@ -141,7 +228,9 @@ class DocsignUpdateEnvelopeItemsOperator(DocsignBaseOperator):
     """Rename and reorder the items of an envelope, then verify that the service applied it.
 
     The envelope is read back after the update, and the task fails if any item's title or order is
-    not what was asked (the service has been seen to answer 200 and leave an order unchanged).
+    not what was asked (the service has been seen to answer 200 and leave an order unchanged). The
+    service stores a title trimmed (``" Annex A "`` becomes ``"Annex A"``), and titles are compared
+    the same way; the XCom holds the title as stored.
 
     Returns the envelope's items after the update, ``[{"id", "title", "order"}]`` sorted by order.
 
@@ -199,7 +288,8 @@ class DocsignUpdateEnvelopeItemsOperator(DocsignBaseOperator):
             if current is None:
                 problems.append(f"item {item['envelopeItemId']} is gone")
                 continue
-            if "title" in item and current.title != item["title"]:
+            # The service stores a title trimmed (see service_title): " Annex A " is applied as "Annex A".
+            if "title" in item and service_title(current.title or "") != service_title(item["title"]):
                 problems.append(f"item {current.id} has title {current.title!r}, asked {item['title']!r}")
             if "order" in item and current.order != item["order"]:
                 problems.append(f"item {current.id} has order {current.order}, asked {item['order']}")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -43,7 +45,10 @@ class DocsignFieldPreviewOperator(BaseOperator):
     Give either ``files`` and ``recipients`` (a payload about to be sent; nothing is sent) or
     ``envelope_id`` (an existing envelope: its original PDFs and stored fields are downloaded). The
     preview is rendered in a local temporary directory and then copied to ``output_dir``, which may
-    be a local directory or any ``ObjectStoragePath`` (``s3://``, ``gs://``, ``file://`` ...).
+    be a local directory or any ``ObjectStoragePath`` (``s3://``, ``gs://``, ``file://`` ...). Locally,
+    each file is written under a fresh hidden name and renamed into place: a file of the same name is
+    replaced whole (a symlink there is replaced, never followed), and a local ``output_dir`` that is
+    a file fails the task before anything is read.
 
     Returns (as XCom) ``{"pdfs": [...], "pngs": [...], "warnings": [{kind, message, file, page,
     field, recipient, other_field}, ...]}``, where the file entries are absolute local paths or
@@ -104,7 +109,10 @@ class DocsignFieldPreviewOperator(BaseOperator):
             raise ValueError("give files and recipients (a payload to preview), or an envelope_id")
         recipients = self.recipients
         if isinstance(recipients, str):
-            recipients = json.loads(recipients)
+            try:
+                recipients = json.loads(recipients)
+            except ValueError as err:
+                raise ValueError(f"recipients: a string must be JSON ({err})") from None
         files = [self.files] if isinstance(self.files, (str, os.PathLike)) else list(self.files)
         return render_field_preview(files, recipients or [], scratch, dpi=self.dpi)
 
@@ -123,19 +131,39 @@ class DocsignFieldPreviewOperator(BaseOperator):
                     shutil.copyfileobj(src, dst, _CHUNK)
                 published.append(str(remote))
             return published
-        output_dir: Any = self.output_dir
-        directory = Path(os.fspath(output_dir)).expanduser().resolve()
+        directory = self._local_output()
         directory.mkdir(parents=True, exist_ok=True)
         for path in local:
             target = directory / path.name
-            partial = directory / f".{path.name}.partial"
-            shutil.copyfile(path, partial)
-            os.replace(partial, target)
+            # A fresh name, created exclusively: never a file or a symlink someone left at a fixed name
+            # (O_EXCL fails on a symlink too). Mode 0o666 less the umask, as a plain copy has.
+            partial = directory / f".{path.name}.{secrets.token_hex(6)}.partial"
+            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+            try:
+                with os.fdopen(fd, "wb") as dst, open(path, "rb") as src:
+                    shutil.copyfileobj(src, dst, _CHUNK)
+                os.replace(partial, target)  # replaces a symlink at the target, never what it points to
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(partial)
+                raise
             published.append(str(target))
         return published
 
+    def _local_output(self) -> Path:
+        output_dir: Any = self.output_dir
+        return Path(os.fspath(output_dir)).expanduser().resolve()
+
     def execute(self, context: Context) -> dict[str, Any]:
         """Render the preview, copy it to ``output_dir`` and return ``{pdfs, pngs, warnings}``."""
+        if not _is_object_storage(self.output_dir):
+            directory = self._local_output()
+            there = next((p for p in (directory, *directory.parents) if p.exists()), directory)
+            if not there.is_dir():
+                raise AirflowFailException(
+                    f"output_dir {str(self.output_dir)!r}: {str(there)!r} is a file, not a directory; give "
+                    "a directory for the preview (nothing was read or written)"
+                )
         with tempfile.TemporaryDirectory(prefix="docsign-preview-") as scratch:
             result = self._make_preview(Path(scratch))
             pdfs = self._publish(result.pdfs)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign._compat import AirflowFailException
+from airflow_provider_docsign._text import printable
 from airflow_provider_docsign.exceptions import (
     DocsignAmbiguousWriteError,
     DocsignValidationError,
@@ -16,7 +17,6 @@ from airflow_provider_docsign.exceptions import (
 from airflow_provider_docsign.operators._base import (
     PERMANENT_ERRORS,
     DocsignBaseOperator,
-    current_try,
     fail_now,
     id_list,
     one_id,
@@ -46,12 +46,42 @@ __all__ = [
 ]
 
 
+def _identity(email: Any, role: Any, name: Any) -> tuple[str, ...]:
+    """Who a recipient is, for "already on the envelope".
+
+    The e-mail (lower-cased, as the service stores it) and the role; without an e-mail, the role and
+    the name.
+    """
+    address = str(email or "").strip().lower()
+    if address:
+        return (address, str(role or ""))
+    return ("", str(role or ""), str(name or "").strip())
+
+
+def _listed_twice(recipients: list[dict[str, Any]]) -> list[str]:
+    """One problem per e-mail given more than once (any role), naming every position it is at."""
+    where: dict[str, list[int]] = {}
+    for n, r in enumerate(recipients):
+        address = str(r.get("email") or "").strip().lower()
+        if address:
+            where.setdefault(address, []).append(n)
+    return [
+        f"{' and '.join(f'recipients[{n}]' for n in at)} have the same e-mail {printable(address, 100)!r}; "
+        "list each person once"
+        for address, at in where.items()
+        if len(at) > 1
+    ]
+
+
 class DocsignAddRecipientsOperator(DocsignBaseOperator):
     """Add recipients to an envelope.
 
-    The recipients are checked locally (e-mail, name, role) before anything is sent. On a retry of the
-    task, recipients that are already on the envelope with the same e-mail and role (added by the
-    failed try) are not added again.
+    The recipients are checked locally (e-mail, name, role) before anything is sent, and an e-mail
+    listed twice (compared lower-cased, as the service stores it) is refused, naming both positions.
+    On any try (a retry, a re-run of the task, a later DAG run) a recipient who is already on the
+    envelope with the same e-mail and role is not added again: its id is returned and the log says it
+    was already there. Recipients without an e-mail (``""``, a template's placeholder) are matched by
+    role and name instead.
 
     Returns the recipient ids, in the order the recipients were given.
 
@@ -74,24 +104,26 @@ class DocsignAddRecipientsOperator(DocsignBaseOperator):
     def execute(self, context: Context) -> list[int]:
         """Add the recipients and return their ids."""
         envelope_id = str(self.envelope_id)
-        problems = recipient_problems(self.recipients)
+        problems = recipient_problems(self.recipients) or _listed_twice(self.recipients)
         if problems:
             raise fail_now(DocsignValidationError(problems, context="recipients"))
         recipients = [dict(r) for r in self.recipients]
         envelope = self.read_envelope(context, envelope_id)
-
-        def key(email: Any, role: Any) -> tuple[str, str]:
-            return (str(email or "").lower(), str(role or ""))
-
-        existing = {key(r.email, r.role): r.id for r in envelope.recipients}
-        try_number = current_try(context)
+        existing: dict[tuple[str, ...], int] = {}
+        for rec in envelope.recipients:
+            existing.setdefault(_identity(rec.email, rec.role, rec.name), rec.id)
         ids: list[int | None] = [None] * len(recipients)
         to_add: list[int] = []
         for n, r in enumerate(recipients):
-            found = existing.get(key(r.get("email"), r.get("role"))) if try_number > 1 else None
+            found = existing.get(_identity(r.get("email"), r.get("role"), r.get("name")))
             if found is not None:
                 self.log.info(
-                    "recipients[%d] is already on the envelope (added by a previous try): id %s", n, found
+                    "recipients[%d] (%s) is already on envelope %s as recipient %s (added by an earlier "
+                    "try or run, or by hand): not adding it again",
+                    n,
+                    r.get("role"),
+                    envelope_id,
+                    found,
                 )
                 ids[n] = found
             else:

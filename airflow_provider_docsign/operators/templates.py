@@ -20,6 +20,7 @@ from airflow_provider_docsign.operators._base import (
 )
 from airflow_provider_docsign.operators._created import recipient_and_field_ids
 from airflow_provider_docsign.operators.envelope import DocsignCreateEnvelopeOperator
+from airflow_provider_docsign.service import outgoing
 from airflow_provider_docsign.service.expiry import DEFAULT as DEFAULT_PERIOD
 from airflow_provider_docsign.service.expiry import period_meta_fields
 from airflow_provider_docsign.service.models import EnvelopeStatus
@@ -262,7 +263,9 @@ class DocsignCreateTemplateOperator(DocsignCreateEnvelopeOperator):
     Validated exactly as :class:`DocsignCreateEnvelopeOperator` validates. With ``reuse_by_title``
     (default), a template with exactly this title in the folder is reused instead of creating another,
     so a setup task can run every time. Give fields a ``fieldMeta.label`` so that pipelines can prefill
-    them by label.
+    them by label. The title is checked before any request (the search for a template to reuse sends
+    it too): text the outgoing check refuses, or more than the service's 255 characters, fails the
+    task at once, naming ``title``.
 
     Returns the create operator's dict plus ``template_id``.
 
@@ -278,8 +281,14 @@ class DocsignCreateTemplateOperator(DocsignCreateEnvelopeOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         """Find the template by title, or create it; return its ids."""
+        self._checked_inputs()
+        # The title leaves twice: as the search's ?query, then in the create's payload. Checked here as
+        # the create's payload is checked at the boundary, so a bad title fails now, naming `title`
+        # (not a retryable error about ?query from the search).
+        problems = outgoing.check_request("POST", "/envelope/create", payload={"title": self.title})
+        if problems:
+            raise fail_now(DocsignValidationError(problems, context=f"task {self.task_id!r} argument title"))
         if self.reuse_by_title:
-            self._checked_inputs()
             found = self.hook.find_templates_by_title(str(self.title), folder_id=self.folder_id)
             if len(found) > 1:
                 raise AirflowFailException(
@@ -309,7 +318,10 @@ class DocsignDuplicateTemplateOperator(DocsignBaseOperator):
     """Copy a template (items, recipients and fields), optionally under a new title.
 
     A duplicate is not idempotent: if its outcome is unknown (the answer was lost) the task fails
-    without retrying, rather than make a second copy.
+    without retrying, rather than make a second copy. The title is checked before anything is copied
+    (as the update that gives it to the copy is checked: blank, more than 255 characters, or text the
+    outgoing check refuses fail the task at once), and when that update fails after the copy exists,
+    the task fails without retrying, naming the copy.
 
     Returns ``{"template_id", "source_template_id", "title"}``.
 
@@ -340,11 +352,23 @@ class DocsignDuplicateTemplateOperator(DocsignBaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         """Duplicate the template and return the copy's id."""
+        source = str(self.template_id)
+        changes = {} if self.title in (None, "") else {"title": str(self.title)}
         try:
-            new_id = self.hook.duplicate_template(
-                str(self.template_id),
+            _duplicate.check_changes(
+                source, changes
+            )  # before the copy exists: a refused title copies nothing
+            self.hook.get_template(source)  # a DOCUMENT given as the template is refused here
+        except PERMANENT_ERRORS as err:
+            raise fail_now(err) from err
+        try:
+            new_id = _duplicate.duplicate_then_update(
+                self.hook,
+                source,
+                changes,
                 include_recipients=self.include_recipients,
                 include_fields=self.include_fields,
+                made=lambda made: self.xcom_push_safe(context, "envelope_id", made),
             )
         except PERMANENT_ERRORS as err:
             raise fail_now(err) from err
@@ -352,9 +376,6 @@ class DocsignDuplicateTemplateOperator(DocsignBaseOperator):
             raise AirflowFailException(
                 f"The duplicate's outcome is unknown ({err}); not repeating it (a copy may exist already)"
             ) from err
-        self.xcom_push_safe(context, "envelope_id", new_id)
-        if self.title:
-            self.hook.update_envelope(new_id, data={"title": self.title})
         template = self.hook.get_template(new_id)
         self.push_envelope_link(context, new_id, template)
         self.log.info("Duplicated template %s as %s %r", self.template_id, new_id, template.title)

@@ -262,7 +262,8 @@ ITEM_UPDATE_MANY = _many(
     {
         "envelopeItemId": S("string"),
         "order": _opt("number", minimum=1, integer=True),
-        "title": _opt("string", minimum=1, maximum=255),
+        # Trimmed, then 1-255, as the service's ZDocumentTitleSchema (document-router/schema.ts) does.
+        "title": _opt("string", minimum=1, maximum=255, trim=True),
     }
 )
 

@@ -8,7 +8,10 @@ files on disk, the task's error.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -28,3 +31,45 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if "tests/hostile/" in str(item.fspath).replace("\\", "/"):
             item.add_marker(pytest.mark.integration)
             item.add_marker(pytest.mark.hostile)
+
+
+@pytest.fixture
+def task_log(caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]) -> Callable[[], str]:
+    """``task_log()``: every line logged since the test began, as one text.
+
+    Airflow 3 logs a task's lines through structlog to the terminal, 2.11 through ``logging``: both are
+    read (the records at DEBUG and above, and what reached stdout and stderr).
+    """
+    caplog.set_level(logging.DEBUG)
+    seen: list[str] = []
+
+    def read() -> str:
+        out, err = capfd.readouterr()
+        seen.extend((out, err))
+        return "\n".join([*(r.getMessage() for r in caplog.records), *seen])
+
+    return read
+
+
+@pytest.fixture
+def render(api_key: str) -> Callable[..., Any]:
+    """``render(operator, try_number=1, **params)``: render its template fields as Airflow does, once.
+
+    The context holds ``params`` (data a DAG passes in, which may itself look like a template) and
+    ``conn``, whose ``docsign_default.password`` is the API key: a field rendered twice would put the key
+    in. Returns the context, to pass to ``execute``.
+    """
+    from helpers import FakeTI
+
+    def _render(operator: Any, try_number: int = 1, **params: Any) -> Any:
+        context = {
+            "params": params,
+            "conn": SimpleNamespace(docsign_default=SimpleNamespace(password=api_key)),
+            "run_id": "manual__hostile",
+            "dag": None,  # Airflow 2.11 reads it (the template environment of a DAG, none here)
+            "ti": FakeTI(try_number),
+        }
+        operator.render_template_fields(context)
+        return context
+
+    return _render

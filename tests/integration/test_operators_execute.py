@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -423,10 +425,13 @@ def test_add_items_retry_and_lost_answer_adopt_instead_of_duplicating(
     envelope_id = hook.create_envelope(title="Add twice", files=[make_pdf("base.pdf")], recipients=[signer()])
     annex = make_pdf("annex.pdf")
     op = DocsignAddEnvelopeItemsOperator(task_id="a", envelope_id=envelope_id, files=[str(annex)])
-    added = op.execute(ctx())
-    # A retry of the task finds the file already added by the first try: nothing is uploaded again.
+    # The DAG run started a minute ago (Airflow's clock): the retry places that on the service's clock.
+    run = SimpleNamespace(start_date=datetime.now(timezone.utc) - timedelta(seconds=60))
+    added = op.execute({**ctx(), "dag_run": run})
+    # A retry of the task finds the file already added by the first try (the audit log dates its
+    # upload after the run's start): nothing is uploaded again.
     sandbox.clear_requests()
-    assert op.execute(ctx(try_number=2)) == added
+    assert op.execute({**ctx(try_number=2), "dag_run": run}) == added
     assert paths(sandbox, "POST", "/envelope/item/create-many") == []
     # The upload commits but the answer is lost: the same try finds the new item instead of failing.
     prices = make_pdf("prices.pdf")
