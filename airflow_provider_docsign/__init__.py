@@ -156,4 +156,22 @@ def get_provider_info() -> dict[str, Any]:
                 },
             }
         ],
+        **_ui_plugins(),
+    }
+
+
+def _ui_plugins() -> dict[str, Any]:
+    """The Contracts pages: a plugin for the Airflow 3.1+ UI; not offered on Airflow 2.11."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        airflow = version("apache-airflow")
+    except PackageNotFoundError:
+        return {}
+    major, _, rest = airflow.partition(".")
+    minor = rest.partition(".")[0]
+    if not (major.isdigit() and minor.isdigit()) or (int(major), int(minor)) < (3, 1):
+        return {}
+    return {
+        "plugins": [{"name": "docsign", "plugin-class": "airflow_provider_docsign.ui.plugin.DocsignUiPlugin"}]
     }

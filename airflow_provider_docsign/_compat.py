@@ -16,6 +16,8 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from packaging.version import Version
 
 AIRFLOW_V_3_0_PLUS: bool = Version(Version(AIRFLOW_VERSION).base_version) >= Version("3.0.0")
+#: Plugins may add FastAPI apps and external views to the UI from 3.1 on (the Contracts pages).
+AIRFLOW_V_3_1_PLUS: bool = Version(Version(AIRFLOW_VERSION).base_version) >= Version("3.1.0")
 
 if TYPE_CHECKING or AIRFLOW_V_3_0_PLUS:
     # Event-driven scheduling (AssetWatcher) exists from Airflow 3.0 only.

@@ -66,6 +66,10 @@ POKE_INTERVAL = float(os.environ.get("DOCSIGN_EXAMPLE_POKE_INTERVAL", "60"))
 # rejections are certain; the signed ones are archived all the same.
 _MAX_UNSIGNED = os.environ.get("DOCSIGN_EXAMPLE_MAX_UNSIGNED", "0.1")
 MAX_UNSIGNED: int | float = float(_MAX_UNSIGNED) if "." in _MAX_UNSIGNED else int(_MAX_UNSIGNED)
+# How many rows may be invalid (a malformed e-mail, a missing column) before the campaign refuses to
+# start: 0 by default, so a bad export is caught before anything is sent. The invalid rows are listed
+# in the result table with their reasons (and on the Contracts page's Campaigns tab).
+MAX_INVALID = int(os.environ.get("DOCSIGN_EXAMPLE_MAX_INVALID", "0"))
 TEMPLATE_TITLE = "Contract renewal"
 
 DEFAULT_CUSTOMERS = [
@@ -182,6 +186,7 @@ with DAG(
         prefill_fields={"company": "{company}"},
         title="Contract renewal - {name}",
         meta={"subject": "Please sign your renewal"},
+        max_invalid=MAX_INVALID,
     )
 
     wait_for_signatures = DocsignEnvelopeSensor(

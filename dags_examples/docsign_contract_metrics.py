@@ -12,9 +12,11 @@ What this DAG shows:
 * ``metrics`` reads every ``envelopes`` partition written so far with the standard library (JSON Lines
   is one ``json.loads`` per line; no query engine is needed for a few thousand rows), keeps the latest
   row of each envelope, and computes per template the median and 90th percentile of the hours from
-  sending to completion, and the number of *stalled* envelopes: still PENDING with no change for
-  ``stalled_hours`` before the end of the interval. It writes ``time_to_sign.json`` and a bar chart
-  ``time_to_sign.png`` (matplotlib, the ``metrics`` extra) to ``reports/date=YYYY-MM-DD/``.
+  sending to completion, and the number of *stalled* envelopes: still PENDING, created more than
+  ``stalled_hours`` before the end of the interval (the provider's definition,
+  ``airflow_provider_docsign.service.stalled``, shared with the Contracts page). It writes
+  ``time_to_sign.json`` and a bar chart ``time_to_sign.png`` (matplotlib, the ``metrics`` extra) to
+  ``reports/date=YYYY-MM-DD/``.
 
 Configuration: the ``docsign_default`` connection (with ``pii_hash_key`` in its extra), the export
 directory ``$DOCSIGN_EXAMPLE_EXPORT_DIR`` (default ``$AIRFLOW_HOME/docsign-contract-data``) and the param
@@ -69,8 +71,10 @@ with DAG(
         import json
         import statistics
         from pathlib import Path
+        from types import SimpleNamespace
 
         from airflow_provider_docsign.export.rows import parse_ts, partition_date
+        from airflow_provider_docsign.service.stalled import stalled as is_stalled
 
         assert params is not None
         root = Path(EXPORT_DIR)
@@ -104,11 +108,18 @@ with DAG(
             }
             for name, values in sorted(hours.items())
         }
-        cutoff = end - timedelta(hours=float(params["stalled_hours"]))
+        # The provider's one definition of "stalled" (the Contracts page and the escalation example use
+        # it too): PENDING for longer than the threshold, or with an expired signing link. The export's
+        # envelope rows carry no link expiry, so here it is the age alone.
+        threshold = float(params["stalled_hours"]) / 24
         stalled = sum(
             1
             for row in latest.values()
-            if row["status"] == "PENDING" and (parse_ts(row["updated_at"]) or end) < cutoff
+            if is_stalled(
+                SimpleNamespace(status=row["status"], created_at=row["created_at"], recipients=()),
+                end,
+                older_than_days=threshold,
+            )
         )
         report = {"date": partition_date(parse_ts(data_interval_start) or end), "time_to_sign": per_template}
         report["stalled_envelopes"] = stalled

@@ -115,6 +115,7 @@ with DAG(
         from airflow_provider_docsign._compat import ObjectStoragePath
         from airflow_provider_docsign.hooks import DocsignHook
         from airflow_provider_docsign.service.expiry import mask_email, parse_timestamp
+        from airflow_provider_docsign.service.stalled import stalled
 
         params = context["params"]
         hook = DocsignHook()
@@ -171,6 +172,15 @@ with DAG(
                         ],
                         "action": action,
                         "reason": why,
+                        # The provider's one definition (the Contracts page's "stalled" filter too):
+                        # PENDING longer than remind_after_days, or a link the service says expired.
+                        "stalled": stalled(
+                            envelope,
+                            now,
+                            older_than_days=float(params["remind_after_days"]),
+                            has_expired=envelope.id in flagged,
+                        )
+                        is not None,
                     }
                 )
 

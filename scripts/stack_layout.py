@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DAGS_FOLDER = ROOT / "dags_examples"
 API_KEY = "api_stack_sandbox_key_0001"
 USERNAME = "admin"
+#: The stack's second login: Airflow's "viewer" role (DAGs yes, connections no).
+VIEWER = "viewer"
 S3_CONN_ID = "docsign_s3"
 WORK_BUCKET, ARCHIVE_BUCKET = "docsign-work", "docsign-archive"
 WORKERS = ("worker1", "worker2")
@@ -72,6 +74,8 @@ class StackLayout:
         self.worker_concurrency = worker_concurrency
         self.ports = {name: _free_port() for name in ("postgres", "redis", "s3", "sandbox", "api")}
         self.password = secrets.token_urlsafe(12)
+        #: A second user with Airflow's "viewer" role: reads DAGs, may not read connections.
+        self.viewer_password = secrets.token_urlsafe(12)
         self.procs: dict[str, dict[str, Any]] = {}
         self.stopped: set[str] = set()  # stopped on purpose (restart tests): not a failure
         self._popen: dict[str, subprocess.Popen[bytes]] = {}
@@ -128,7 +132,7 @@ class StackLayout:
                 "AIRFLOW__CORE__PARALLELISM": "8" if self.local else "32",
                 "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
                 "AIRFLOW__CORE__HOSTNAME_CALLABLE": "docsign_stack_host.hostname",
-                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USERNAME}:admin",
+                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USERNAME}:admin,{VIEWER}:viewer",
                 "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.base / "passwords.json"),
                 "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{api}/execution/",
                 # The connection form's Test button (off by default in Airflow 3).
@@ -151,6 +155,8 @@ class StackLayout:
                 "DOCSIGN_EXAMPLE_WORK_DIR": f"s3://{S3_CONN_ID}@{WORK_BUCKET}/runs",
                 "DOCSIGN_EXAMPLE_ARCHIVE_DIR": f"s3://{S3_CONN_ID}@{ARCHIVE_BUCKET}/signed",
                 "DOCSIGN_EXAMPLE_POKE_INTERVAL": str(self.poke_interval),
+                # The Contracts page's browser test sends a campaign with a few invalid rows.
+                "DOCSIGN_EXAMPLE_MAX_INVALID": "25",
                 "DOCSIGN_STACK_HOSTNAME": hostname,
                 "PYTHONPATH": os.pathsep.join(
                     filter(None, [str(self.base / "support"), env.get("PYTHONPATH")])

@@ -18,7 +18,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from stack_layout import API_KEY, ARCHIVE_BUCKET, HOSTNAME_MODULE, USERNAME, WORK_BUCKET, WORKERS, StackLayout
+from stack_layout import (
+    API_KEY,
+    ARCHIVE_BUCKET,
+    HOSTNAME_MODULE,
+    USERNAME,
+    VIEWER,
+    WORK_BUCKET,
+    WORKERS,
+    StackLayout,
+)
 from stack_preflight import StackError, preflight
 
 STARTUP_TIMEOUT = 180.0
@@ -190,7 +199,9 @@ class Stack(StackLayout):
         for folder in ("logs", "support", "airflow-home", "sandbox"):
             (self.base / folder).mkdir(parents=True, exist_ok=True)
         (self.base / "support" / "docsign_stack_host.py").write_text(HOSTNAME_MODULE)
-        (self.base / "passwords.json").write_text(json.dumps({USERNAME: self.password}))
+        (self.base / "passwords.json").write_text(
+            json.dumps({USERNAME: self.password, VIEWER: self.viewer_password})
+        )
         try:
             self._start_all(redis)
         except BaseException:

@@ -361,11 +361,15 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
         speed = runner.throughput()
         result = {
             "campaign_id": plan.campaign_id,
+            "docsign_conn_id": self.docsign_conn_id,
             "rows": len(rows),
             "counts": state.counts(),
             "adopted": speed.adopted,
             "amended": sum(1 for r in state.rows if r.note),
             "result_table": uri,
+            # The object store's connection (the URI never carries it), so a reader elsewhere (the
+            # Contracts page in the api-server) can open the table.
+            "result_table_conn_id": getattr(output, "conn_id", None),
             "format": fmt,
             "checkpoint": checkpoint.uri,
             "requests": speed.requests,

@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "airflow_provider_docsign"
 #: The Airflow face. Everything else (the domain packages, the hook, the sandbox) sits below it.
-UPPER_LAYERS = ("operators", "sensors", "triggers", "notifications", "cli")
+UPPER_LAYERS = ("operators", "sensors", "triggers", "notifications", "cli", "ui")
 #: The pure domain packages: neither Airflow nor an HTTP client, and nothing of the layers above.
 PURE_PACKAGES = ("service", "evidence")
 #: The domain packages that may use the hook (never the face).

@@ -1,0 +1,346 @@
+"""The plugin's FastAPI app: the Contracts and task pages, and the JSON they read (Airflow 3.1+ only).
+
+Mounted by the api-server under ``/docsign``. Every route depends on Airflow's own authentication (the
+``_token`` cookie the UI sets, or a bearer token) and asks the configured auth manager:
+
+- every route: an authenticated user (else 401 or 403);
+- the data routes: read access to the docsign connection asked for (else 403) and to at least one DAG
+  (else 403); links to DAG runs are given only for the DAGs the user may read;
+- the task view: read access to that DAG's task instances.
+
+Only ``docsign`` connections are offered or accepted: another connection id is refused with 404, so a
+page can never send another connection's secret to its host. Responses carry a Content-Security-Policy
+without inline scripts, and the pages write every value with ``textContent``: a title holding HTML
+shows as text.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from datetime import datetime, timezone
+from importlib import resources
+from typing import Annotated, Any
+
+from airflow.api_fastapi.app import get_auth_manager
+from airflow.api_fastapi.auth.managers.models.resource_details import (
+    ConnectionDetails,
+    DagAccessEntity,
+    DagDetails,
+)
+from airflow.api_fastapi.core_api.security import GetUserDep
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi.responses import JSONResponse, Response
+
+from airflow_provider_docsign.exceptions import DocsignError
+from airflow_provider_docsign.ui import lookup, reader
+from airflow_provider_docsign.ui.cache import TtlCache
+from airflow_provider_docsign.ui.campaigns import campaign_page, campaign_rows, campaign_summaries, mask_text
+from airflow_provider_docsign.ui.settings import UiSettings
+
+URL_PREFIX = "/docsign"
+PAGES = {"contracts": "contracts.html", "task": "task.html"}
+ASSETS = {"contracts.js": "text/javascript", "task.js": "text/javascript", "docsign.css": "text/css"}
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
+    "img-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+class State:
+    """The app's settings and caches (one per api-server worker process)."""
+
+    def __init__(self, settings: UiSettings) -> None:
+        self.settings = settings
+        ttl = settings.cache_seconds
+        self.listings: TtlCache[reader.Listing] = TtlCache(ttl)
+        self.links: TtlCache[dict[str, list[lookup.TaskRef]]] = TtlCache(ttl)
+        self.campaigns: TtlCache[list[lookup.CampaignRun]] = TtlCache(ttl)
+        self.states: TtlCache[Any] = TtlCache(ttl)
+        self.tables: TtlCache[Any] = TtlCache(ttl)
+        self.tasks: TtlCache[Any] = TtlCache(ttl)
+
+
+def _as_server() -> None:
+    """Say that this process is an Airflow server, once, when it first serves a page.
+
+    Airflow's Task SDK looks connections up in the metadata database only in a "server" process
+    (``_AIRFLOW_PROCESS_CONTEXT=server``), which its own docstring says the api-server is; Airflow 3.3.2's
+    api-server does not set it, so an object store's connection (a campaign's ``s3://conn@...`` result
+    table) was not found there. Set only while serving requests (never at import, which every Airflow
+    component does) and only when unset.
+    """
+    os.environ.setdefault("_AIRFLOW_PROCESS_CONTEXT", "server")
+
+
+def _hook(conn_id: str) -> Any:
+    from airflow_provider_docsign.hooks.docsign import DocsignHook
+
+    return DocsignHook(docsign_conn_id=conn_id)
+
+
+def _json(data: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(data, status_code=status, headers=SECURITY_HEADERS)
+
+
+def _asset(name: str) -> str:
+    return (
+        resources.files("airflow_provider_docsign.ui")
+        .joinpath("static")
+        .joinpath(name)
+        .read_text(encoding="utf-8")
+    )
+
+
+def _airflow_base(request: Request) -> str:
+    """The path the Airflow UI is served under (``""`` at the root), for links to task instances."""
+    root = str(request.scope.get("root_path") or "")
+    return root[: -len(URL_PREFIX)] if root.endswith(URL_PREFIX) else ""
+
+
+def create_app(settings: UiSettings | None = None) -> FastAPI:
+    """Build the app (the plugin mounts it under ``/docsign``).
+
+    :param settings: The ``[docsign]`` settings (default: read from Airflow's configuration).
+    """
+    state = State(settings or UiSettings.from_airflow())
+    app = FastAPI(
+        title="Docsign contracts",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        dependencies=[Depends(_as_server)],
+    )
+    app.state.docsign = state
+
+    def readable_dags(user: Any) -> set[str]:
+        manager = get_auth_manager()
+        if not manager.is_authorized_dag(method="GET", user=user):  # the DAGs menu itself
+            raise HTTPException(403, "you may not read DAGs")
+        return set(manager.get_authorized_dag_ids(user=user, method="GET"))
+
+    def offered(user: Any) -> list[str]:
+        # One small query of the metadata database, never cached: a connection added a moment ago is
+        # offered at once.
+        ids = lookup.docsign_connection_ids(state.settings.conn_ids)
+        manager = get_auth_manager()
+        return [
+            c
+            for c in ids
+            if manager.is_authorized_connection(method="GET", details=ConnectionDetails(conn_id=c), user=user)
+        ]
+
+    def connection(user: Any, conn_id: str | None) -> str:
+        # One small query of the metadata database, never cached: a connection added a moment ago is
+        # offered at once.
+        ids = lookup.docsign_connection_ids(state.settings.conn_ids)
+        chosen = conn_id or (ids[0] if ids else "docsign_default")
+        if chosen not in ids:
+            raise HTTPException(404, "not a docsign connection: choose one of the connections offered")
+        allowed = get_auth_manager().is_authorized_connection(
+            method="GET", details=ConnectionDetails(conn_id=chosen), user=user
+        )
+        if not allowed:
+            raise HTTPException(403, "you may not read this connection")
+        return chosen
+
+    def campaign_senders(dags: set[str], conn_id: str) -> Any:
+        """External id -> the bulk-send task of its campaign (``<campaign_id>(<row key>)``)."""
+        runs, _ = state.campaigns.get(
+            frozenset(dags), lambda: lookup.campaigns(dags, state.settings.lookback_days)
+        )
+        senders = {
+            str(r.result["campaign_id"]): lookup.TaskRef(
+                r.dag_id, r.run_id, r.task_id, r.map_index, "sent", r.finished
+            )
+            for r in runs
+            if r.result.get("docsign_conn_id") in (None, conn_id)
+        }
+
+        def sent_by(external_id: str | None) -> list[lookup.TaskRef]:
+            if not external_id or not external_id.endswith(")") or "(" not in external_id:
+                return []
+            found = senders.get(external_id.split("(", 1)[0])
+            return [found] if found is not None else []
+
+        return sent_by
+
+    def links(dags: set[str]) -> dict[str, list[lookup.TaskRef]]:
+        key = frozenset(dags)
+        found, _ = state.links.get(key, lambda: lookup.envelope_tasks(dags, state.settings.lookback_days))
+        return found
+
+    @app.get("/ui/{page}")
+    def page(page: str, user: GetUserDep) -> Response:
+        if page not in PAGES:
+            raise HTTPException(404, "no such page")
+        return Response(_asset(PAGES[page]), media_type="text/html", headers=SECURITY_HEADERS)
+
+    @app.get("/ui/static/{name}")
+    def asset(name: str, user: GetUserDep) -> Response:
+        if name not in ASSETS:
+            raise HTTPException(404, "no such file")
+        return Response(_asset(name), media_type=ASSETS[name], headers=SECURITY_HEADERS)
+
+    @app.get("/api/connections")
+    def connections(user: GetUserDep) -> JSONResponse:
+        readable_dags(user)
+        ids = offered(user)
+        if not ids:
+            raise HTTPException(403, "you may not read any docsign connection")
+        return _json({"connections": ids, "stalled_days": state.settings.stalled_days})
+
+    @app.get("/api/contracts")
+    def contracts(
+        request: Request,
+        user: GetUserDep,
+        conn_id: str | None = None,
+        status: str | None = None,
+        stalled: bool = False,
+        folder_id: str | None = None,
+        stalled_days: Annotated[float | None, Query(ge=0, le=3650)] = None,
+        sort: Annotated[str, Query(pattern="^-?age$")] = "-age",
+    ) -> JSONResponse:
+        dags = readable_dags(user)
+        chosen = connection(user, conn_id)
+        listing, age = state.listings.get(chosen, lambda: _listing(chosen))
+        threshold = state.settings.stalled_days if stalled_days is None else stalled_days
+        now = datetime.now(timezone.utc)
+        refs = links(dags)
+        base = _airflow_base(request)
+        sent_by = campaign_senders(dags, chosen)
+        rows = [
+            reader.contract_row(
+                envelope,
+                folders=listing.folders,
+                web_url=listing.web_url,
+                now=now,
+                stalled_days=threshold,
+                tasks=[r.to_dict(base) for r in [*refs.get(envelope.id, ()), *sent_by(envelope.external_id)]],
+            )
+            for envelope in listing.envelopes
+        ]
+        statuses = sorted({r["status"] for r in rows})
+        if status:
+            rows = [r for r in rows if r["status"] == status.upper()]
+        if stalled:
+            rows = [r for r in rows if r["stalled"]]
+        if folder_id:
+            rows = [r for r in rows if (r["folder_id"] or "root") == folder_id]
+        rows.sort(key=lambda r: -1.0 if r["age_days"] is None else r["age_days"], reverse=sort == "-age")
+        return _json(
+            {
+                "connection": chosen,
+                "rows": rows,
+                "total": len(listing.envelopes),
+                "statuses": statuses,
+                "folders": [
+                    {"id": k, "name": v} for k, v in sorted(listing.folders.items(), key=lambda kv: kv[1])
+                ],
+                "stalled_days": threshold,
+                "fetched_at": listing.fetched_at,
+                "cache_age_seconds": round(age, 1),
+                "cache_seconds": state.settings.cache_seconds,
+                "truncated": listing.truncated,
+            }
+        )
+
+    def _listing(conn_id: str) -> reader.Listing:
+        hook = _hook(conn_id)
+        try:
+            return reader.read_listing(hook)
+        finally:
+            hook.close()
+
+    @app.get("/api/campaigns")
+    def campaigns(request: Request, user: GetUserDep, conn_id: str | None = None) -> JSONResponse:
+        dags = readable_dags(user)
+        chosen = connection(user, conn_id)
+        runs, _ = state.campaigns.get(
+            frozenset(dags), lambda: lookup.campaigns(dags, state.settings.lookback_days)
+        )
+        return _json(campaign_summaries(state, chosen, runs, _airflow_base(request), _hook))
+
+    @app.get("/api/campaigns/{campaign_id}")
+    def campaign(
+        request: Request,
+        campaign_id: str,
+        user: GetUserDep,
+        conn_id: str | None = None,
+        page: Annotated[int, Query(ge=1, le=100_000)] = 1,
+        page_size: Annotated[int, Query(ge=1, le=500)] = 50,
+    ) -> JSONResponse:
+        dags = readable_dags(user)
+        chosen = connection(user, conn_id)
+        runs, _ = state.campaigns.get(
+            frozenset(dags), lambda: lookup.campaigns(dags, state.settings.lookback_days)
+        )
+        run = next((r for r in runs if r.result.get("campaign_id") == campaign_id), None)
+        if run is None:
+            raise HTTPException(404, "no such campaign in the DAGs you may read")
+        data = campaign_page(state, chosen, run, _airflow_base(request), _hook)
+        data["problems"] = campaign_rows(state, run, page, page_size)
+        return _json(data)
+
+    @app.get("/api/task")
+    def task(
+        request: Request,
+        user: GetUserDep,
+        dag_id: str,
+        run_id: str,
+        task_id: str,
+        map_index: int = -1,
+    ) -> JSONResponse:
+        allowed = get_auth_manager().is_authorized_dag(
+            method="GET",
+            access_entity=DagAccessEntity.TASK_INSTANCE,
+            details=DagDetails(id=dag_id),
+            user=user,
+        )
+        if not allowed:
+            raise HTTPException(403, "you may not read this DAG's task instances")
+        if not offered(user):  # nothing about contracts for one who may read no docsign connection
+            raise HTTPException(403, "you may not read any docsign connection")
+        ids, conn_from_task = lookup.task_envelopes(dag_id, run_id, task_id, map_index)
+        if not ids:
+            return _json({"envelopes": [], "total": 0, "connection": None})
+        chosen = connection(user, conn_from_task)
+        shown = ids[: reader.TASK_ENVELOPES]
+
+        def load() -> dict[str, Any]:
+            hook = _hook(chosen)
+            try:
+                now = datetime.now(timezone.utc)
+                envelopes = hook.get_envelopes(shown)
+                web_url = str(hook.web_url or "")
+                rows = [reader.envelope_detail(e, web_url, now) for e in envelopes]
+                for row in rows[: reader.AUDIT_ENVELOPES]:
+                    row["audit"] = reader.audit_rows(hook, row["id"])
+                return {"envelopes": rows}
+            finally:
+                hook.close()
+
+        data, age = state.tasks.get((chosen, tuple(shown)), load)
+        return _json(
+            {
+                **data,
+                "total": len(ids),
+                "requests_per_refresh": math.ceil(len(shown) / 20) + min(len(shown), reader.AUDIT_ENVELOPES),
+                "connection": chosen,
+                "cache_age_seconds": round(age, 1),
+            }
+        )
+
+    @app.exception_handler(DocsignError)
+    def service_error(request: Request, error: DocsignError) -> JSONResponse:
+        # Our errors never hold the API key; an e-mail in the service's message is masked.
+        return _json({"detail": f"the signing service could not be read: {mask_text(str(error))}"}, 502)
+
+    @app.exception_handler(HTTPException)
+    def http_error(request: Request, error: HTTPException) -> JSONResponse:
+        return _json({"detail": error.detail}, error.status_code)
+
+    return app

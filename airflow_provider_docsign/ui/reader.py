@@ -1,0 +1,199 @@
+"""What the signing service says, shaped for the browser: masked, bounded, never a secret.
+
+The listing is one ``GET /envelope`` per 100 envelopes at the root and in each folder (the real
+service lists only the root without a ``folderId``), after one listing of the folders. Known ids (a
+campaign's, a task's) are read with the coalesced ``get-many``, 20 per request. Nothing the service
+sends is passed on as is: each row is built from named fields, e-mails masked, the signing token and
+the raw JSON left behind.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from airflow_provider_docsign.service.expiry import awaits_signature, mask_email, parse_timestamp
+from airflow_provider_docsign.service.links import build_envelope_url
+from airflow_provider_docsign.service.stalled import age_days, earliest_expiry, stalled
+
+#: At most this many folders are listed (each costs one request per refresh).
+MAX_FOLDERS = 100
+#: At most this many envelopes are read per refresh.
+MAX_ENVELOPES = 5_000
+#: Audit events shown per envelope in the task view (the first page, newest first).
+AUDIT_EVENTS = 10
+#: Envelopes whose audit events the task view reads (one request each).
+AUDIT_ENVELOPES = 5
+#: Envelopes the task view shows (a batch wait's first ones).
+TASK_ENVELOPES = 100
+
+
+@dataclass
+class Listing:
+    """Every envelope of a connection, as listed, with the folder names.
+
+    :param truncated: Why the listing stopped early (a limit), else ``None``.
+    """
+
+    envelopes: list[Any]
+    folders: dict[str, str]
+    web_url: str
+    truncated: str | None = None
+    fetched_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
+
+
+def read_listing(hook: Any) -> Listing:
+    """List the connection's documents: the folders once, then the root and each folder, bounded.
+
+    :param hook: A :class:`~airflow_provider_docsign.hooks.docsign.DocsignHook`.
+    """
+    folders = list(itertools.islice(hook.list_folders(folder_type="DOCUMENT"), MAX_FOLDERS + 1))
+    truncated = None
+    if len(folders) > MAX_FOLDERS:
+        folders = folders[:MAX_FOLDERS]
+        truncated = f"only the first {MAX_FOLDERS} folders are listed"
+    envelopes: list[Any] = []
+    for folder_id in [None, *(f.id for f in folders)]:
+        room = MAX_ENVELOPES - len(envelopes)
+        listed = list(
+            itertools.islice(hook.find_envelopes(folder_id=folder_id, envelope_type="DOCUMENT"), room + 1)
+        )
+        envelopes += listed[:room]
+        if len(listed) > room:
+            truncated = f"only the first {MAX_ENVELOPES} envelopes are listed"
+            break
+    names = {f.id: str(f.name or f.id) for f in folders}
+    return Listing(envelopes, names, str(hook.web_url or ""), truncated)
+
+
+def _team_url(envelope: Any) -> str | None:
+    team = (getattr(envelope, "raw", None) or {}).get("team")
+    return str(team["url"]) if isinstance(team, Mapping) and team.get("url") else None
+
+
+def _status(envelope: Any) -> str:
+    return str(getattr(envelope.status, "value", envelope.status))
+
+
+def recipient_rows(envelope: Any) -> list[dict[str, Any]]:
+    """Each recipient: role, masked e-mail, signing state, link expiry (never the name's token)."""
+    return [
+        {
+            "role": r.role,
+            "email": mask_email(r.email),
+            "signing_status": r.signing_status,
+            "signed_at": r.signed_at,
+            "expires_at": r.expires_at,
+            "awaiting": awaits_signature(r),
+        }
+        for r in envelope.recipients
+    ]
+
+
+def contract_row(
+    envelope: Any,
+    *,
+    folders: Mapping[str, str],
+    web_url: str,
+    now: datetime,
+    stalled_days: float,
+    tasks: Iterable[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """One row of the Contracts page (JSON-safe; e-mails masked; no token, no raw JSON).
+
+    :param envelope: The listed envelope.
+    :param folders: Folder id -> name.
+    :param web_url: The connection's web app URL (for the envelope link).
+    :param now: The time ages and expiries are judged against.
+    :param stalled_days: The stalled threshold in days.
+    :param tasks: The task instances that created it or wait on it (``TaskRef.to_dict``).
+    """
+    verdict = stalled(envelope, now, older_than_days=stalled_days)
+    tasks = list(tasks)
+    # The service keeps no send time: it is when a distribute task of this envelope wrote its XCom.
+    sent = [t["at"] for t in tasks if t.get("relation") == "sent" and t.get("at")]
+    age = age_days(envelope, now)
+    return {
+        "id": envelope.id,
+        "title": envelope.title,
+        "external_id": envelope.external_id,
+        "status": _status(envelope),
+        "age_days": None if age is None else round(age, 2),
+        "created_at": envelope.created_at,
+        "sent_at": min(sent) if sent else None,
+        "completed_at": envelope.completed_at,
+        # Only a sent envelope waits for anyone: a draft's or a cancelled one's signers are not "unsigned".
+        "unsigned": [
+            {"role": r.role, "email": mask_email(r.email)}
+            for r in envelope.recipients
+            if awaits_signature(r) and _status(envelope) == "PENDING"
+        ],
+        "earliest_expiry": earliest_expiry(envelope),
+        "folder_id": envelope.folder_id,
+        "folder": folders.get(envelope.folder_id or "", None) if envelope.folder_id else None,
+        "stalled": verdict is not None,
+        "stalled_reason": verdict.reason() if verdict else None,
+        "url": build_envelope_url(web_url, _team_url(envelope), envelope.id) or None,
+        "tasks": tasks,
+    }
+
+
+def campaign_state(envelopes: Iterable[Any], now: datetime) -> dict[str, int]:
+    """Counts of a campaign's envelopes by what the service says (completed, pending, rejected...).
+
+    :param envelopes: The envelopes read with ``get-many``.
+    :param now: The time expiries are judged against.
+    """
+    counts = {"completed": 0, "pending": 0, "rejected": 0, "cancelled": 0, "draft": 0, "expired_link": 0}
+    for envelope in envelopes:
+        status = _status(envelope).lower()
+        if status in counts:
+            counts[status] += 1
+        verdict = stalled(envelope, now, older_than_days=float("inf"))
+        if verdict is not None and verdict.expired:
+            counts["expired_link"] += 1
+    return counts
+
+
+def audit_rows(hook: Any, envelope_id: str) -> list[dict[str, Any]]:
+    """The newest audit events of an envelope (one request: the first page), masked.
+
+    :param hook: The hook.
+    :param envelope_id: The envelope.
+    """
+    rows = []
+    for entry in itertools.islice(hook.get_audit_log(envelope_id), AUDIT_EVENTS):
+        rows.append(
+            {
+                "type": str(entry.get("type") or ""),
+                "created_at": entry.get("createdAt") if isinstance(entry.get("createdAt"), str) else None,
+                "email": mask_email(entry.get("email")) if entry.get("email") else None,
+            }
+        )
+    return rows
+
+
+def envelope_detail(envelope: Any, web_url: str, now: datetime) -> dict[str, Any]:
+    """An envelope for the task view: status, recipients with their state, expiry, link."""
+    return {
+        "id": envelope.id,
+        "title": envelope.title,
+        "external_id": envelope.external_id,
+        "status": _status(envelope),
+        "created_at": envelope.created_at,
+        "completed_at": envelope.completed_at,
+        "earliest_expiry": earliest_expiry(envelope),
+        "expired": bool(
+            (verdict := stalled(envelope, now, older_than_days=float("inf"))) and verdict.expired
+        ),
+        "recipients": recipient_rows(envelope),
+        "url": build_envelope_url(web_url, _team_url(envelope), envelope.id) or None,
+    }
+
+
+def parse_time(value: Any) -> datetime | None:
+    """An aware datetime from ISO text, else ``None`` (for sorting and filters)."""
+    return parse_timestamp(value)

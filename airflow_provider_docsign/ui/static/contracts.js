@@ -1,0 +1,231 @@
+// The Contracts page. Every value from the server is written with textContent: nothing is parsed as
+// HTML, so a title holding markup shows as text. Links are only ever built from the server's http(s)
+// URLs or Airflow paths.
+"use strict";
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const API = "../api/";
+  const state = { conn: null, campaign: null, page: 1 };
+
+  function el(tag, text, cls) {
+    const node = document.createElement(tag);
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    if (cls) node.className = cls;
+    return node;
+  }
+  function safeHref(url) {
+    if (typeof url !== "string") return null;
+    if (url.startsWith("/") && !url.startsWith("//")) return url;
+    return /^https?:\/\//i.test(url) ? url : null;
+  }
+  // Airflow shows this page in an iframe sandboxed without allow-top-navigation and allow-popups: a
+  // plain target="_top" or "_blank" link does nothing there. An Airflow path is opened in the UI
+  // around the page through its own router (same origin: a history entry and a popstate event); an
+  // outside link (the envelope in the signing service) is opened by the window around the page.
+  function openInAirflow(href, ev) {
+    try {
+      const top = window.top;
+      if (!top || top === window || top.location.origin !== window.location.origin) return;
+      ev.preventDefault();
+      top.history.pushState({}, "", href);
+      top.dispatchEvent(new PopStateEvent("popstate", { state: {} }));
+    } catch (e) { /* not allowed: the link's own behaviour */ }
+  }
+  function openOutside(href, ev) {
+    try {
+      const top = window.top;
+      if (!top || top === window) return;
+      if (top.open(href, "_blank", "noopener,noreferrer") !== undefined) ev.preventDefault();
+    } catch (e) { /* not allowed: the link's own behaviour */ }
+  }
+  function link(text, url, inAirflow) {
+    const href = safeHref(url);
+    if (!href) return el("span", text);
+    const a = el("a", text);
+    a.href = href;
+    if (inAirflow) {
+      a.target = "_top";
+      a.addEventListener("click", (ev) => openInAirflow(href, ev));
+    } else {
+      a.target = "_blank";
+      a.rel = "noopener noreferrer";
+      a.addEventListener("click", (ev) => openOutside(href, ev));
+    }
+    return a;
+  }
+  function when(iso) { return iso ? String(iso).replace("T", " ").slice(0, 16) : ""; }
+  function showError(message) {
+    const box = $("error");
+    box.hidden = !message;
+    box.textContent = message || "";
+  }
+  function detailText(detail) {
+    if (Array.isArray(detail)) return detail.map((d) => (d && d.msg ? String(d.msg) : String(d))).join("; ");
+    return detail ? String(detail) : "";
+  }
+  async function get(path, params) {
+    const url = new URL(API + path, window.location.href);
+    Object.entries(params || {}).forEach(([k, v]) => { if (v !== null && v !== undefined && v !== "") url.searchParams.set(k, v); });
+    const resp = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
+    const body = await resp.json().catch(() => ({}));
+    if (!resp.ok) throw new Error(detailText(body.detail) || "HTTP " + resp.status);
+    return body;
+  }
+
+  function cell(row, content) {
+    const td = document.createElement("td");
+    if (content instanceof Node) td.appendChild(content); else td.textContent = content === null || content === undefined ? "" : String(content);
+    row.appendChild(td);
+    return td;
+  }
+
+  function renderContracts(data) {
+    const body = $("contracts").querySelector("tbody");
+    body.replaceChildren();
+    for (const r of data.rows) {
+      const tr = document.createElement("tr");
+      tr.dataset.envelopeId = r.id;
+      tr.dataset.status = r.status;
+      if (r.stalled) { tr.classList.add("stalled"); tr.title = r.stalled_reason || "stalled"; }
+      cell(tr, r.title);
+      cell(tr, r.external_id);
+      cell(tr, el("span", r.status, "status status-" + r.status));
+      cell(tr, r.age_days === null ? "" : r.age_days.toFixed(1));
+      cell(tr, when(r.sent_at));
+      cell(tr, when(r.completed_at));
+      cell(tr, r.unsigned.map((u) => u.role + " " + u.email).join(", "));
+      cell(tr, when(r.earliest_expiry));
+      cell(tr, r.folder || (r.folder_id ? r.folder_id : "(root)"));
+      const links = document.createElement("div");
+      if (r.url) links.appendChild(link("Envelope", r.url, false));
+      for (const t of r.tasks) {
+        links.appendChild(document.createTextNode(" "));
+        const label = ({ waiting: "Waiting: ", sent: "Sent by: ", created: "Created by: " }[t.relation] || "Handled by: ") + t.dag_id + "." + t.task_id;
+        const a = link(label, t.url, true);
+        a.dataset.relation = t.relation;
+        links.appendChild(a);
+      }
+      cell(tr, links);
+      body.appendChild(tr);
+    }
+    $("count").textContent = data.rows.length + " of " + data.total + " envelopes" + (data.truncated ? " (" + data.truncated + ")" : "");
+    $("meta").textContent = "read " + when(data.fetched_at) + " UTC; refreshed at most every " + data.cache_seconds + " s";
+    const status = $("status");
+    const chosen = status.value;
+    status.replaceChildren(el("option", "all"));
+    status.firstChild.value = "";
+    for (const s of data.statuses) { const o = el("option", s); o.value = s; status.appendChild(o); }
+    status.value = chosen;
+    const folder = $("folder");
+    const folderChosen = folder.value;
+    folder.replaceChildren();
+    [["", "all"], ["root", "(root)"], ...data.folders.map((f) => [f.id, f.name])].forEach(([v, t]) => { const o = el("option", t); o.value = v; folder.appendChild(o); });
+    folder.value = folderChosen;
+    if (!$("stalled-days").value) $("stalled-days").value = data.stalled_days;
+  }
+
+  // Only the answer to the latest request is shown: an earlier one (another connection, other
+  // filters) that arrives late is dropped.
+  let latest = 0;
+  async function loadContracts() {
+    const mine = ++latest;
+    try {
+      showError(null);
+      const data = await get("contracts", {
+        conn_id: state.conn, status: $("status").value, stalled: $("stalled").checked ? "true" : "",
+        folder_id: $("folder").value, stalled_days: $("stalled-days").value, sort: $("sort").value,
+      });
+      if (mine === latest) renderContracts(data);
+    } catch (e) { if (mine === latest) showError("Could not read the contracts: " + e.message); }
+  }
+
+  function bar(svc, sent) {
+    const box = el("div", null, "bar");
+    if (!svc || !sent) return box;
+    const c = svc.counts;
+    [["completed", c.completed], ["pending", c.pending - c.expired_link], ["expired", c.expired_link], ["rejected", c.rejected + c.cancelled]].forEach(([cls, n]) => {
+      if (n > 0) { const s = el("span", null, cls); s.style.width = (100 * n / sent) + "%"; s.title = cls + ": " + n; box.appendChild(s); }
+    });
+    return box;
+  }
+
+  async function loadCampaigns() {
+    const mine = ++latest;
+    try {
+      showError(null);
+      const data = await get("campaigns", { conn_id: state.conn });
+      if (mine !== latest) return;
+      const body = $("campaigns").querySelector("tbody");
+      body.replaceChildren();
+      for (const c of data.campaigns) {
+        const tr = document.createElement("tr");
+        tr.dataset.campaignId = c.campaign_id;
+        const open = el("button", c.campaign_id, "link");
+        open.type = "button";
+        open.addEventListener("click", () => { state.campaign = c.campaign_id; state.page = 1; loadCampaign(); });
+        cell(tr, open);
+        const n = c.counts;
+        [c.rows, n.sent || 0, n.invalid || 0, n.failed || 0].forEach((v) => cell(tr, v));
+        const s = c.service ? c.service.counts : null;
+        [s && s.completed, s && s.pending, s && s.rejected, s && s.expired_link].forEach((v) => cell(tr, v === null ? "open to load" : v));
+        cell(tr, bar(c.service, n.sent || 0));
+        cell(tr, link(c.task.dag_id + "." + c.task.task_id, c.task.url, true));
+        body.appendChild(tr);
+      }
+      $("campaigns-count").textContent = data.campaigns.length + " campaigns";
+    } catch (e) { showError("Could not read the campaigns: " + e.message); }
+  }
+
+  async function loadCampaign() {
+    const mine = ++latest;
+    try {
+      const data = await get("campaigns/" + encodeURIComponent(state.campaign), { conn_id: state.conn, page: state.page });
+      if (mine !== latest) return;
+      $("campaign").hidden = false;
+      $("campaign-title").textContent = "Campaign " + data.campaign_id;
+      const n = data.counts, s = data.service.counts;
+      $("campaign-summary").textContent = (
+        data.rows + " rows: " + (n.sent || 0) + " sent, " + (n.invalid || 0) + " invalid, " + (n.failed || 0) + " failed. Service: " +
+        s.completed + " completed, " + s.pending + " pending, " + s.rejected + " rejected, " + s.expired_link + " with an expired link.");
+      const body = $("campaign-rows").querySelector("tbody");
+      body.replaceChildren();
+      for (const r of data.problems.items) {
+        const tr = document.createElement("tr");
+        [r.row, r.row_key, r.status, r.error, r.attempts].forEach((v) => cell(tr, v));
+        body.appendChild(tr);
+      }
+      const p = data.problems;
+      $("page").textContent = "page " + p.page + " of " + p.pages + " (" + p.total + " failed or invalid rows)";
+      $("prev").disabled = p.page <= 1;
+      $("next").disabled = p.page >= p.pages;
+    } catch (e) { showError("Could not read the campaign: " + e.message); }
+  }
+
+  function selectTab(name) {
+    const contracts = name === "contracts";
+    $("tab-contracts").setAttribute("aria-selected", String(contracts));
+    $("tab-campaigns").setAttribute("aria-selected", String(!contracts));
+    $("contracts-panel").hidden = !contracts;
+    $("campaigns-panel").hidden = contracts;
+    (contracts ? loadContracts : loadCampaigns)();
+  }
+
+  async function start() {
+    try {
+      const data = await get("connections");
+      const select = $("conn");
+      for (const c of data.connections) { const o = el("option", c); o.value = c; select.appendChild(o); }
+      state.conn = data.connections[0];
+      $("stalled-days").value = data.stalled_days;
+      select.addEventListener("change", () => { state.conn = select.value; selectTab($("tab-contracts").getAttribute("aria-selected") === "true" ? "contracts" : "campaigns"); });
+      ["status", "stalled", "folder", "sort", "stalled-days"].forEach((id) => $(id).addEventListener("change", loadContracts));
+      $("filters").addEventListener("submit", (e) => { e.preventDefault(); loadContracts(); });
+      $("tab-contracts").addEventListener("click", () => selectTab("contracts"));
+      $("tab-campaigns").addEventListener("click", () => selectTab("campaigns"));
+      $("prev").addEventListener("click", () => { state.page -= 1; loadCampaign(); });
+      $("next").addEventListener("click", () => { state.page += 1; loadCampaign(); });
+      await loadContracts();
+    } catch (e) { showError(e.message); }
+  }
+  start();
+})();

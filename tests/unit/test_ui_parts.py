@@ -1,0 +1,264 @@
+"""The Contracts pages' parts that need no server: the stalled rule, the cache, the rows, the plugin's
+registration on each Airflow version."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from airflow_provider_docsign import get_provider_info
+from airflow_provider_docsign._compat import AIRFLOW_V_3_1_PLUS
+from airflow_provider_docsign.service.models import EnvelopeSummary
+from airflow_provider_docsign.service.stalled import earliest_expiry, stalled
+
+NOW = datetime(2026, 11, 26, 12, 0, tzinfo=timezone.utc)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def envelope(status: str = "PENDING", age_days: float = 1, **recipient: Any) -> EnvelopeSummary:
+    person = {
+        "id": 1,
+        "email": "jane.doe@acme.example",
+        "role": "SIGNER",
+        "signingStatus": "NOT_SIGNED",
+        "token": "signing-token-secret",
+        **recipient,
+    }
+    return EnvelopeSummary.from_json(
+        {
+            "id": "envelope_abc",
+            "status": status,
+            "title": "T",
+            "createdAt": _iso(NOW - timedelta(days=age_days)),
+            "recipients": [person],
+            "team": {"url": "acme"},
+        }
+    )
+
+
+def test_pending_longer_than_the_threshold_is_stalled() -> None:
+    verdict = stalled(envelope(age_days=8), NOW, older_than_days=7)
+    assert verdict is not None
+    assert verdict.older
+    assert verdict.expired == 0
+    assert verdict.reason() == "pending 8 days"
+    assert stalled(envelope(age_days=6.9), NOW, older_than_days=7) is None
+
+
+def test_an_expired_link_is_stalled_however_young() -> None:
+    verdict = stalled(envelope(age_days=1, expiresAt=_iso(NOW - timedelta(minutes=1))), NOW)
+    assert verdict is not None
+    assert verdict.expired == 1
+    assert not verdict.older
+    # A signed recipient's old expiry is not an expired link.
+    assert (
+        stalled(envelope(age_days=1, signingStatus="SIGNED", expiresAt=_iso(NOW - timedelta(days=1))), NOW)
+        is None
+    )
+
+
+def test_the_services_verdict_wins_over_this_machines_clock() -> None:
+    ahead = envelope(age_days=1, expiresAt=_iso(NOW + timedelta(minutes=5)))
+    verdict = stalled(ahead, NOW, has_expired=True)
+    assert verdict is not None
+    assert verdict.expired == 1
+    behind = envelope(age_days=1, expiresAt=_iso(NOW - timedelta(minutes=5)))
+    assert stalled(behind, NOW, has_expired=False) is None
+
+
+@pytest.mark.parametrize("status", ["DRAFT", "COMPLETED", "REJECTED", "CANCELLED"])
+def test_what_is_not_pending_is_never_stalled(status: str) -> None:
+    assert stalled(envelope(status, age_days=400, expiresAt=_iso(NOW - timedelta(days=300))), NOW) is None
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan"), "7"])
+def test_a_threshold_that_is_not_a_number_of_days_is_refused(bad: Any) -> None:
+    with pytest.raises(ValueError, match="older_than_days must be a number >= 0"):
+        stalled(envelope(), NOW, older_than_days=bad)
+
+
+def test_the_earliest_expiry_is_of_those_who_still_sign() -> None:
+    data = envelope().raw
+    data["recipients"] = [
+        {"id": 1, "role": "SIGNER", "signingStatus": "SIGNED", "expiresAt": "2026-11-20T00:00:00.000Z"},
+        {"id": 2, "role": "SIGNER", "signingStatus": "NOT_SIGNED", "expiresAt": "2026-12-20T00:00:00.000Z"},
+        {"id": 3, "role": "CC", "signingStatus": "NOT_SIGNED", "expiresAt": "2026-11-21T00:00:00.000Z"},
+        {"id": 4, "role": "SIGNER", "signingStatus": "NOT_SIGNED", "expiresAt": "2026-12-10T00:00:00.000Z"},
+    ]
+    assert earliest_expiry(EnvelopeSummary.from_json(data)) == "2026-12-10T00:00:00.000Z"
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_cache_serves_one_load_to_every_viewer_for_its_time() -> None:
+    from airflow_provider_docsign.ui.cache import TtlCache
+
+    clock = FakeClock()
+    cache: TtlCache[int] = TtlCache(30, clock=clock)
+    loads: list[int] = []
+
+    def load() -> int:
+        loads.append(1)
+        return len(loads)
+
+    assert cache.get("k", load) == (1, 0.0)
+    clock.now += 29
+    assert cache.get("k", load) == (1, 29.0)
+    clock.now += 1
+    assert cache.get("k", load)[0] == 2
+    assert len(loads) == 2
+
+
+def test_concurrent_viewers_of_a_cold_cache_cost_one_load() -> None:
+    from airflow_provider_docsign.ui.cache import TtlCache
+
+    cache: TtlCache[str] = TtlCache(30)
+    started, release = threading.Event(), threading.Event()
+    loads: list[int] = []
+
+    def slow() -> str:
+        loads.append(1)
+        started.set()
+        assert release.wait(10)
+        return "value"
+
+    results: list[str] = []
+    threads = [threading.Thread(target=lambda: results.append(cache.get("k", slow)[0])) for _ in range(10)]
+    for t in threads:
+        t.start()
+    assert started.wait(10)
+    release.set()
+    for t in threads:
+        t.join(10)
+    assert results == ["value"] * 10
+    assert loads == [1]
+
+
+def test_a_failed_load_is_remembered_briefly_then_tried_again() -> None:
+    from airflow_provider_docsign.ui.cache import ERROR_SECONDS, TtlCache
+
+    clock = FakeClock()
+    cache: TtlCache[int] = TtlCache(60, clock=clock)
+    calls: list[int] = []
+
+    def failing() -> int:
+        calls.append(1)
+        raise RuntimeError("the service is down")
+
+    for _ in range(3):
+        with pytest.raises(RuntimeError, match="down"):
+            cache.get("k", failing)
+    assert len(calls) == 1
+    clock.now += ERROR_SECONDS
+    with pytest.raises(RuntimeError):
+        cache.get("k", failing)
+    assert len(calls) == 2
+
+
+def test_a_zero_cache_time_never_keeps_a_value_and_a_negative_one_is_refused() -> None:
+    from airflow_provider_docsign.ui.cache import TtlCache
+
+    cache: TtlCache[int] = TtlCache(0)
+    calls: list[int] = []
+    for _ in range(3):
+        cache.get("k", lambda: calls.append(1) or 1)
+    assert len(calls) == 3
+    with pytest.raises(ValueError, match="cache time must be >= 0"):
+        TtlCache(-1)
+
+
+def test_a_row_holds_no_token_no_raw_json_and_no_plain_email() -> None:
+    from airflow_provider_docsign.ui.reader import contract_row
+
+    task = {"relation": "sent", "at": "2026-11-20T10:00:00+00:00", "dag_id": "d"}
+    row = contract_row(
+        envelope(age_days=9),
+        folders={},
+        web_url="https://sign.example",
+        now=NOW,
+        stalled_days=7,
+        tasks=[task],
+    )
+    text = repr(row)
+    assert "signing-token-secret" not in text
+    assert "jane.doe@acme.example" not in text
+    assert row["unsigned"] == [{"role": "SIGNER", "email": "j***@acme.example"}]
+    assert row["stalled"] is True
+    assert row["sent_at"] == "2026-11-20T10:00:00+00:00"
+    assert row["url"] == "https://sign.example/t/acme/documents/envelope_abc"
+    # A connection whose web URL is not http(s) gives no link at all.
+    assert (
+        contract_row(envelope(), folders={}, web_url="javascript:alert(1)", now=NOW, stalled_days=7)["url"]
+        is None
+    )
+
+
+def test_emails_inside_row_keys_and_reasons_are_masked() -> None:
+    from airflow_provider_docsign.ui.campaigns import mask_text
+
+    assert (
+        mask_text("invalid e-mail 'bob.smith@corp.example' in row 3")
+        == "invalid e-mail 'b***@corp.example' in row 3"
+    )
+    assert mask_text("no address here") == "no address here"
+    assert mask_text(7) == 7
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("cache_seconds", -1), ("cache_seconds", 7200), ("stalled_days", -0.5), ("lookback_days", 0)],
+)
+def test_settings_out_of_range_are_refused_naming_the_option(field: str, value: float) -> None:
+    from airflow_provider_docsign.ui.settings import UiSettings
+
+    with pytest.raises(ValueError, match=r"\[docsign\] ui_"):
+        UiSettings(**{field: value})
+
+
+def test_the_plugin_is_offered_only_where_the_ui_can_load_it() -> None:
+    from airflow_provider_docsign.ui.plugin import DocsignUiPlugin
+
+    info = get_provider_info()
+    if AIRFLOW_V_3_1_PLUS:
+        assert info["plugins"] == [
+            {"name": "docsign", "plugin-class": "airflow_provider_docsign.ui.plugin.DocsignUiPlugin"}
+        ]
+        assert [v["destination"] for v in DocsignUiPlugin.external_views] == ["nav", "task_instance"]
+    else:  # Airflow 2.11: not offered, and importing the module registers nothing
+        assert "plugins" not in info
+        assert DocsignUiPlugin.fastapi_apps == []
+        assert DocsignUiPlugin.external_views == []
+
+
+def test_a_campaign_table_is_opened_with_its_object_stores_connection() -> None:
+    from airflow_provider_docsign.ui.campaigns import table_location
+
+    s3 = {"result_table": "s3://bucket/runs/results.jsonl", "result_table_conn_id": "docsign_s3"}
+    assert table_location(s3) == "s3://docsign_s3@bucket/runs/results.jsonl"
+    assert table_location({"result_table": "s3://bucket/r.jsonl"}) == "s3://bucket/r.jsonl"
+    assert (
+        table_location({"result_table": "file:///data/r.jsonl", "result_table_conn_id": None})
+        == "/data/r.jsonl"
+    )
+    with pytest.raises(ValueError, match="names no result table"):
+        table_location({"campaign_id": "c"})
+
+
+@pytest.mark.parametrize("status", ["DRAFT", "CANCELLED"])
+def test_only_a_sent_envelope_has_unsigned_recipients(status: str) -> None:
+    from airflow_provider_docsign.ui.reader import contract_row
+
+    row = contract_row(envelope(status), folders={}, web_url="", now=NOW, stalled_days=7)
+    assert row["unsigned"] == []
