@@ -19,13 +19,15 @@ import datetime as dt
 import json
 import os
 import platform
+import random
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
@@ -294,6 +296,52 @@ def make_pdfs(directory: Path, sizes_mb: Sequence[float], prefix: str) -> list[P
     return paths
 
 
+# ---------------------------------------------------------------------------------------- statistics
+def spread(values: Sequence[float]) -> float | None:
+    """``(max - min) / median`` of ``values`` (None for fewer than two)."""
+    if len(values) < 2:
+        return None
+    return (max(values) - min(values)) / statistics.median(values)
+
+
+def median_ratio_noise(a: Sequence[float], b: Sequence[float], *, rounds: int = 2000, seed: int = 0) -> float:
+    """How far ``median(a) / median(b)`` moves by chance, relative to its value.
+
+    The half-width of its 90 % bootstrap interval (each sample resampled with replacement, ``rounds``
+    times, with a fixed ``seed``: the same figures always give the same answer). 0 with fewer than 3
+    values in either: no measured noise.
+    """
+    if len(a) < 3 or len(b) < 3:
+        return 0.0
+    rng = random.Random(seed)
+    point = statistics.median(a) / statistics.median(b)
+    draws = sorted(
+        statistics.median(rng.choices(a, k=len(a))) / statistics.median(rng.choices(b, k=len(b)))
+        for _ in range(rounds)
+    )
+    low, high = draws[int(0.05 * rounds)], draws[int(0.95 * rounds) - 1]
+    return (high - low) / 2 / point
+
+
+# ------------------------------------------------------------------------------------------- targets
+def target_met(target: Mapping[str, Any]) -> bool:
+    """Whether one target row of a result (``{"what", "target", "measured", "met"}``) is met.
+
+    The one place a target is judged: :func:`write_result` prints by it and ``run_all.py`` fails the
+    run by it. Only ``met`` being ``True`` itself is met; ``False``, a missing ``met``, ``None`` or
+    anything else (a string ``"yes"``) is missed, so a target nobody judged cannot pass.
+    """
+    return target.get("met") is True
+
+
+def missed_line(name: str, target: Mapping[str, Any]) -> str:
+    """``MISSED <benchmark>: <what> (<target>): <measured>``, the summary's line for a missed target."""
+    what = str(target.get("what", "a target without a name"))
+    goal = str(target.get("target", "?"))
+    measured = str(target.get("measured", "not measured"))
+    return f"MISSED {name}: {what} ({goal}): {measured}"
+
+
 # -------------------------------------------------------------------------------------------- output
 def fmt(value: Any, digits: int = 2) -> str:
     """Format a cell: floats rounded, ``None`` as an em dash."""
@@ -343,7 +391,7 @@ def write_result(
     print(f"\n## {title}\n")
     print(doc["markdown"])
     for target in targets:
-        mark = "MET" if target.get("met") else "MISSED"
+        mark = "MET" if target_met(target) else "MISSED"
         print(f"- target: {target['what']}: {target['target']} -> {target['measured']} [{mark}]")
     for note in notes:
         print(f"- {note}")
