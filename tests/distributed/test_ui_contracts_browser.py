@@ -3,7 +3,7 @@
 Nothing is rewritten between the browser and the api-server. The stack's api-server loads the plugin
 through its entry point, as after ``pip install``. Two docsign connections are offered:
 
-- ``docsign_ui``, added with ``airflow connections add``, reaches a sandbox this module starts and
+- ``docsign_contracts_ui``, added with ``airflow connections add``, reaches a sandbox this module starts and
   stops, which holds 50 seeded envelopes (tests/ui_helpers.py);
 - ``docsign_default``, the stack's own sandbox, where the example DAGs run: a 500-row campaign of
   ``docsign_bulk_signing`` (10 invalid rows, 5 rows the service refuses, 5 rejections, 5 expired links)
@@ -44,7 +44,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 UI_KEY = "api_ui_browser_key_00001"
-CONN = "docsign_ui"
+# Not "docsign_ui": test_ui_browser.py adds that one through the connection form in the same stack.
+CONN = "docsign_contracts_ui"
 CAMPAIGN_ROWS = 500
 INVALID, REFUSED, REJECTING, EXPIRING = 10, 5, 5, 5
 TIMEOUT_MS = 60_000
@@ -72,6 +73,7 @@ def ui_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxServ
 def seeded(stack: Stack, ui_sandbox: SandboxServer) -> Iterator[Seeded]:
     found = seed_contracts(ui_sandbox)
     url = ui_sandbox.base_url
+    _airflow(stack, "connections", "delete", CONN, check=False)
     _airflow(stack, "connections", "add", CONN, "--conn-type", "docsign", "--conn-host", url,
              "--conn-password", UI_KEY, "--conn-port", str(port_of(url)))  # fmt: skip
     yield found
