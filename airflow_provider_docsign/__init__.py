@@ -64,6 +64,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_provider_docsign.operators.archive",
                     "airflow_provider_docsign.operators.preview",
                     "airflow_provider_docsign.operators.templates",
+                    "airflow_provider_docsign.operators.duplicates",
                     "airflow_provider_docsign.operators.reminders",
                     "airflow_provider_docsign.operators.export",
                     "airflow_provider_docsign.operators.bulk",

@@ -8,6 +8,10 @@ The process imports its client, makes one cheap authenticated call and the warm-
 job resets its peak-RSS counter and runs it. It prints one JSON line: per job, the wall time of the
 operation alone and the peak RSS growth above the RSS at the reset. A client that cannot do the
 operation reports ``ok: false`` with the error.
+
+With ``"serve": true`` in the spec it takes its jobs one per line of stdin instead, after printing a
+``ready`` line, and answers each with one JSON line (:func:`serve`): the parent then starts every job
+itself, so the uploads of several clients can alternate one by one.
 """
 
 from __future__ import annotations
@@ -150,6 +154,39 @@ CLIENTS = {
 }
 
 
+def run_job(op: Any, state: Any, spec: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+    """Run one job with the peak-RSS counter reset first; its wall and CPU time, and RSS growth."""
+    gc.collect()
+    result: dict[str, Any] = {}
+    baseline = reset_peak()
+    cpu0 = time.process_time()
+    start = time.perf_counter()
+    try:
+        result.update(op(state, {**spec, **job}))
+        result["ok"] = True
+    except Exception as exc:
+        result.update(ok=False, stage=spec["op"], error=short_error(exc))
+    result["wall_s"] = time.perf_counter() - start
+    result["cpu_s"] = time.process_time() - cpu0
+    result["baseline_rss_mb"] = baseline
+    result["peak_growth_mb"] = peak_mb() - baseline
+    return result
+
+
+def serve(op: Any, state: Any, spec: dict[str, Any], out: dict[str, Any]) -> None:
+    """Serve mode: one job per line of stdin, one JSON result per line of stdout.
+
+    The parent decides when each job starts, so the clients' uploads can alternate one by one
+    (``bench_upload.py``). At most ``max_jobs`` jobs; an empty line or the end of stdin ends it.
+    """
+    print(json.dumps({**out, "ready": True}), flush=True)
+    for _ in range(int(spec.get("max_jobs", 100))):
+        line = sys.stdin.readline()
+        if not line.strip():
+            break
+        print(json.dumps(run_job(op, state, spec, json.loads(line))), flush=True)
+
+
 def main() -> None:
     t0 = time.perf_counter()  # the client's own imports happen in setup(), so they are timed
     spec = json.loads(sys.argv[1])
@@ -164,25 +201,14 @@ def main() -> None:
             op(state, {**spec, **spec["warmup"]})
     except Exception as exc:
         out.update(ok=False, stage="setup", error=short_error(exc))
-        print(json.dumps(out))
+        print(json.dumps(out), flush=True)
         return
     out["startup_s"] = time.perf_counter() - t0
+    if spec.get("serve"):
+        serve(op, state, spec, out)
+        return
     for job in spec["jobs"]:
-        gc.collect()
-        result: dict[str, Any] = {}
-        baseline = reset_peak()
-        cpu0 = time.process_time()
-        start = time.perf_counter()
-        try:
-            result.update(op(state, {**spec, **job}))
-            result["ok"] = True
-        except Exception as exc:
-            result.update(ok=False, stage=spec["op"], error=short_error(exc))
-        result["wall_s"] = time.perf_counter() - start
-        result["cpu_s"] = time.process_time() - cpu0
-        result["baseline_rss_mb"] = baseline
-        result["peak_growth_mb"] = peak_mb() - baseline
-        out["jobs"].append(result)
+        out["jobs"].append(run_job(op, state, spec, job))
     out["ok"] = True
     print(json.dumps(out))
 

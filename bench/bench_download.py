@@ -1,7 +1,9 @@
 """Download: ``DocsignHook.download_envelope_item`` to a file against curl -o, naive ``.content`` and the SDK.
 
-An envelope with three 1 MB PDFs and one with three 40 MB PDFs are created once; then each client, in a
-fresh process, downloads the three items to files. Every saved file's sha256 is compared with the
+An envelope with three 1 MB PDFs and one with three 40 MB PDFs are created once; then each client
+downloads the three items to files, :data:`DOWNLOAD_REPS` times, each Python client in a fresh process
+per repetition. The clients alternate download by download, their order rotated each time, so a
+change of the machine's load hits them alike. Every saved file's sha256 is compared with the
 uploaded file. documenso-sdk is reported to treat the PDF as a JSON error: whatever it does is recorded.
 
 Targets (issue 10): peak RSS growth under 32 MB for 120 MB, at least 0.8x curl's throughput.
@@ -19,8 +21,9 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import API_KEY, MB, make_pdfs, run_client, run_measured, sandbox, temp_dir, write_result
-from bench_upload import COLUMNS, REPS, SETS, curl_upload, summarize
+from _common import API_KEY, MB, make_pdfs, run_measured, sandbox, temp_dir, write_result
+from _served import served_clients
+from bench_upload import COLUMNS, SETS, curl_upload, summarize
 
 CLIENTS = ["curl", "curl_sha", "hook", "naive", "sdk"]
 LABELS = {
@@ -31,6 +34,8 @@ LABELS = {
     "sdk": "documenso-sdk envelopes.items.download",
 }
 VERSION = "original"
+#: Repetitions per client (each Python client a fresh process in each); medians over these.
+DOWNLOAD_REPS = 5
 
 
 def sha256(path: Path) -> str:
@@ -90,9 +95,11 @@ def main() -> None:
     notes = [
         f"All clients download version={VERSION!r} of each item to a file; every saved file's sha256 is "
         "checked against the uploaded PDF (a mismatch counts as a failed run).",
-        "Each Python client runs in a fresh process per repetition; after its imports, one authenticated "
-        "call and one small download (warm-up), it resets its peak RSS before each job. RSS growth = peak "
-        "RSS during the downloads minus RSS at the reset; curl's column is its whole-process peak RSS.",
+        f"{DOWNLOAD_REPS} repetitions; the clients alternate download by download, their order "
+        "rotated each time. Each Python client runs in a fresh process per repetition; after its "
+        "imports, one authenticated call and one small download (warm-up), it resets its peak RSS "
+        "before each job. RSS growth = peak RSS during the downloads minus RSS at the reset; curl's "
+        "column is its whole-process peak RSS.",
         "Throughput ratio = curl's median wall time / the client's median wall time. client CPU s: CPU "
         "time of the client process during the downloads (user + system).",
         "Destinations (and the sandbox's state) are on tmpfs when available, so that disk write-back does "
@@ -123,49 +130,43 @@ def main() -> None:
         results: dict[str, dict[str, list[dict[str, Any]]]] = {
             label: {c: [] for c in CLIENTS} for label, *_ in sets
         }
-        for rep in range(REPS + 1):
-            for client in CLIENTS:
-                if rep == REPS and not client.startswith("curl"):
-                    continue
-                out_dir = tmp / f"out-{client}-{rep}"
-                out_dir.mkdir()
-                jobs = []
-                for i, (_label, _sizes, _files, _expected, items) in enumerate(sets):
-                    dests = [out_dir / f"set{i}-item{j}.pdf" for j in range(len(items))]
-                    jobs.append({"items": items, "dests": [str(d) for d in dests]})
-                if client.startswith("curl"):
-                    reports = [
-                        curl_download(
-                            sb.base_url,
-                            job["items"],
-                            [Path(d) for d in job["dests"]],
-                            checksum=client == "curl_sha",
-                        )
-                        for job in jobs
-                    ]
-                else:
-                    spec = {
-                        "client": client,
-                        "op": "download",
-                        "base_url": sb.base_url,
-                        "version": VERSION,
-                        "warmup": {"items": tiny_items, "dests": [str(out_dir / "warmup.pdf")]},
-                        "jobs": jobs,
-                    }
-                    report = run_client(spec)
-                    reports = []
-                    for i in range(len(jobs)):
-                        job = report["jobs"][i] if i < len(report.get("jobs", [])) else {}
-                        if not job:
-                            job = {"ok": False, "error": report.get("error", "no result")}
-                        job["startup_s"] = report.get("startup_s")
-                        reports.append(job)
-                for (label, _sizes, _files, expected, _items), res in zip(sets, reports, strict=True):
-                    if res.get("ok") and res.get("sha256") != expected:
-                        res["ok"] = False
-                        res["error"] = "saved bytes differ from the uploaded PDF (sha256 mismatch)"
-                    results[label][client].append(res)
-                shutil.rmtree(out_dir, ignore_errors=True)
+        python_clients = [c for c in CLIENTS if not c.startswith("curl")]
+        turn = 0
+        for rep in range(DOWNLOAD_REPS):
+            specs = {
+                c: {
+                    "client": c,
+                    "op": "download",
+                    "base_url": sb.base_url,
+                    "version": VERSION,
+                    "warmup": {"items": tiny_items, "dests": [str(tmp / f"warmup-{c}-{rep}.pdf")]},
+                    "max_jobs": len(sets),
+                }
+                for c in python_clients
+            }
+            # A fresh process per Python client and repetition; the downloads then alternate one by
+            # one (each set by every client in turn, the order rotated each time), as in the upload.
+            with served_clients(specs) as served:
+                for i, (label, _sizes, _files, expected, items) in enumerate(sets):
+                    order = CLIENTS[turn % len(CLIENTS) :] + CLIENTS[: turn % len(CLIENTS)]
+                    turn += 1
+                    for client in order:
+                        out_dir = tmp / f"out-{client}-{rep}-{i}"
+                        out_dir.mkdir()
+                        dests = [out_dir / f"item{j}.pdf" for j in range(len(items))]
+                        if client.startswith("curl"):
+                            res = curl_download(sb.base_url, items, dests, checksum=client == "curl_sha")
+                        else:
+                            res = served[client].job({"items": items, "dests": [str(d) for d in dests]})
+                            res["startup_s"] = served[client].report.get("startup_s")
+                            if not res.get("ok") and "error" not in res:
+                                res["error"] = served[client].report.get("error", "no result")
+                        if res.get("ok") and res.get("sha256") != expected:
+                            res["ok"] = False
+                            res["error"] = "saved bytes differ from the uploaded PDF (sha256 mismatch)"
+                        res["rep"] = rep
+                        results[label][client].append(res)
+                        shutil.rmtree(out_dir, ignore_errors=True)
         for label, sizes, files, _expected, _items in sets:
             total_mb = sum(f.stat().st_size for f in files) / MB
             set_rows, set_targets = summarize(label, total_mb, results[label], "download", sizes, LABELS)

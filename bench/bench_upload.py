@@ -11,8 +11,9 @@ Two modes, one after the other against the same sandbox:
   GETs to the same sandbox at a fixed rate, then the same uploads run again (curl, the hook,
   documenso-sdk); every process it started is stopped by its PID when the mode ends.
 
-In both modes the clients are interleaved and their order rotates with each repetition, so a drift in
-the machine's load hits all of them alike.
+In both modes the clients are interleaved upload by upload (each Python client is a fresh process per
+repetition that runs each upload when told, see ``_client.py``'s serve mode) and their order rotates
+with each upload, so a drift in the machine's load hits all of them alike.
 
 Targets, for the 120 MB set: peak RSS growth of the hook under 32 MB (issues 4 and 10); in both modes
 the hook at least 0.9x curl's throughput and at least documenso-sdk's ratio to curl (issue 38).
@@ -39,13 +40,13 @@ from _common import (
     MB,
     make_pdfs,
     median_ratio_noise,
-    run_client,
     run_measured,
     sandbox,
     spread,
     temp_dir,
     write_result,
 )
+from _served import served_clients
 
 CLIENTS = ["curl", "hook", "naive", "sdk"]
 LABELS = {
@@ -73,7 +74,6 @@ COLUMNS = [
     "import + set-up s",
     "note",
 ]
-REPS = 3  # per Python client in bench_download.py (each repetition is a fresh process)
 
 #: The modes bench_upload runs, in this order, and the clients of each.
 MODES = ("quiet", "busy")
@@ -230,16 +230,19 @@ def walls(runs: list[dict[str, Any]]) -> list[float]:
 
 
 def paired_ratios(results: dict[str, list[dict[str, Any]]]) -> list[float]:
-    """Per repetition, the sdk's median wall time over the hook's (> 1: the hook was faster).
+    """Per upload slot, the sdk's wall time over the hook's (> 1: the hook was faster).
 
-    The two ran next to each other in each repetition (``rep`` of each run), so a drift of the load
-    between repetitions cancels out. Only successful runs count; a repetition without one is left out.
+    The two ran one right after the other in each slot (``slot`` of each run: the repetition and the
+    job; results without one are paired by ``rep``, the median of each client's runs in it), so a
+    drift of the load between slots cancels out. Only successful runs count; a slot without one is
+    left out.
     """
-    by_rep: dict[Any, dict[str, list[float]]] = {}
+    by_rep: dict[Any, dict[str, list[float]]] = {}  # slot (or rep) -> client -> walls
     for client in ("hook", "sdk"):
         for run in results.get(client, []):
             if run.get("ok") and run.get("wall_s", 0) > 0:
-                by_rep.setdefault(run.get("rep"), {}).setdefault(client, []).append(run["wall_s"])
+                key = tuple(run["slot"]) if run.get("slot") is not None else run.get("rep")
+                by_rep.setdefault(key, {}).setdefault(client, []).append(run["wall_s"])
     return [
         statistics.median(pair["sdk"]) / statistics.median(pair["hook"])
         for pair in by_rep.values()
@@ -313,50 +316,55 @@ def run_round(
 ) -> tuple[dict[str, dict[str, list[dict[str, Any]]]], int]:
     """Upload every set with every client ``reps`` times, interleaved; returns the runs and the reps done.
 
-    Each repetition runs every client once, in an order rotated by one each time; the largest set is
-    uploaded :data:`BIG_REPEATS` times in each (by curl, and in each Python client's one process), the
-    others once. ``until`` (a ``time.monotonic()`` value) stops the round before a repetition that
-    would start after it. Every run is tagged with its ``rep``; its envelope is deleted after it.
+    Each repetition starts a fresh process per Python client (:func:`_served.served_clients`: their
+    imports and set-up run before any measured upload), then uploads job by job: the small set once
+    and the largest set :data:`BIG_REPEATS` times, each job by every client in turn, in an order
+    rotated by one each job. So the uploads compared with one another ran seconds apart at most, and
+    a change of the machine's load between them hits each client alike (issue 38: with jobs batched
+    per client process, a burst of outside load could fall on one client's four uploads).
+    ``until`` (a ``time.monotonic()`` value) stops the round before a repetition that would start
+    after it. Every run is tagged with its ``rep`` and ``slot`` (rep, job); its envelopes are deleted
+    after each job, outside any timing.
     """
     results: dict[str, dict[str, list[dict[str, Any]]]] = {
         label: {c: [] for c in clients} for label, _, _ in sets
     }
     jobs = [(label, files) for label, _, files in sets[:-1]] + [(sets[-1][0], sets[-1][2])] * BIG_REPEATS
+    python_clients = [c for c in clients if c != "curl"]
     done = 0
+    turn = 0
     for rep in range(reps):
         if until is not None and time.monotonic() >= until:
             break
-        order = clients[rep % len(clients) :] + clients[: rep % len(clients)]
-        for client in order:
-            if client == "curl":
-                runs = [curl_upload(base_url, files, f"curl {mode} {label} {rep}") for label, files in jobs]
-            else:
-                spec = {
-                    "client": client,
-                    "op": "upload",
-                    "base_url": base_url,
-                    "warmup": {"title": "warm-up", "files": [str(warmup)]},
-                    "jobs": [
-                        {
-                            "title": f"{client} {mode} {label} {rep} {time.time_ns()}",
-                            "files": [str(f) for f in files],
-                        }
-                        for label, files in jobs
-                    ],
-                }
-                report = run_client(spec)
-                runs = []
-                for i in range(len(jobs)):
-                    job = report["jobs"][i] if i < len(report.get("jobs", [])) else {}
-                    if not job:
-                        job = {"ok": False, "error": report.get("error", "no result")}
-                    job["startup_s"] = report.get("startup_s")
-                    runs.append(job)
-            for (label, _), run in zip(jobs, runs, strict=True):
-                run["rep"] = rep
-                results[label][client].append(run)
-            if delete_envelopes(base_url, runs):
-                print(f"[upload] {mode}: some envelopes of {client} could not be deleted", file=sys.stderr)
+        specs = {
+            c: {
+                "client": c,
+                "op": "upload",
+                "base_url": base_url,
+                "warmup": {"title": "warm-up", "files": [str(warmup)]},
+                "max_jobs": len(jobs),
+            }
+            for c in python_clients
+        }
+        with served_clients(specs) as served:
+            for index, (label, files) in enumerate(jobs):
+                order = clients[turn % len(clients) :] + clients[: turn % len(clients)]
+                turn += 1
+                made: list[dict[str, Any]] = []
+                for client in order:
+                    title = f"{client} {mode} {label} {rep} {index} {time.time_ns()}"
+                    if client == "curl":
+                        run = curl_upload(base_url, files, title)
+                    else:
+                        run = served[client].job({"title": title, "files": [str(f) for f in files]})
+                        run["startup_s"] = served[client].report.get("startup_s")
+                        if not run.get("ok") and "error" not in run:
+                            run["error"] = served[client].report.get("error", "no result")
+                    run["rep"], run["slot"] = rep, [rep, index]
+                    results[label][client].append(run)
+                    made.append(run)
+                if delete_envelopes(base_url, made):
+                    print(f"[upload] {mode}: some envelopes of {label} could not be deleted", file=sys.stderr)
         done += 1
     return results, done
 
@@ -410,8 +418,9 @@ def main(argv: list[str] | None = None) -> int:
         "and mode). wall spread % = (slowest - fastest) / median wall time of the client's runs.",
         "client CPU s: CPU time of the client process during the operation (user + system); it does not "
         "depend on what else the machine is doing, unlike wall time.",
-        f"Clients interleaved, their order rotated by one each repetition; {reps} repetitions per mode, "
-        f"the 120 MB set uploaded {BIG_REPEATS} times in each (medians over {reps * BIG_REPEATS}).",
+        f"Clients interleaved upload by upload, their order rotated by one each upload; {reps} "
+        f"repetitions per mode (a fresh process per Python client each), the 120 MB set uploaded "
+        f"{BIG_REPEATS} times in each (medians over {reps * BIG_REPEATS}).",
     ]
     with temp_dir("docsign-bench-upload-") as tmp, sandbox(max_file_mb=50) as sb:
         tiny = make_pdfs(tmp, [0.01], prefix="warmup")[0]

@@ -5,12 +5,17 @@ from __future__ import annotations
 import csv
 import json
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+from helpers import ctx
 from template_helpers import field
 
+from airflow_provider_docsign.bulk.state import STOPPED_XCOM_KEY
 from airflow_provider_docsign.hooks.docsign import DocsignHook
+from airflow_provider_docsign.operators._bulk import BulkStopped
 from airflow_provider_docsign.operators.bulk import DocsignBulkSendOperator
 from airflow_provider_docsign.sandbox import SandboxServer
 
@@ -91,3 +96,39 @@ def writes(sandbox: SandboxServer) -> list[tuple[str, str]]:
         for r in sandbox.requests()
         if r["method"] in ("POST", "PATCH", "PUT", "DELETE")
     ]
+
+
+def stopped_campaign(
+    hook: DocsignHook, sandbox: SandboxServer, make_pdf: Callable[..., Path], result: Path
+) -> dict[str, Any]:
+    """A 30-row campaign stopped for real past ``max_failures=2`` (three creations refused with a 400).
+
+    Its first 10 rows were sent by an earlier run (another result table, finished); this try adopts
+    them from the service, then the next three creations are refused and it stops: 10 sent, 3 failed.
+    Returns what the stopped try pushed (``STOPPED_XCOM_KEY``). The 11th row's key is an e-mail.
+    """
+    template_id = make_template(hook, make_pdf("template.pdf"))
+    rows = customers(30)
+    rows[10]["row_key"] = "careless.owner@customer.example"  # a key that is an e-mail: masked on the page
+
+    def operator(some: list[dict[str, Any]], table: Path) -> DocsignBulkSendOperator:
+        return DocsignBulkSendOperator(
+            task_id="bulk",
+            rows=some,
+            result_table=str(table),
+            template_id=template_id,
+            recipients=[{"placeholder": "Customer", "email": "{email}", "name": "{name}"}],
+            title="Renewal for {name}",
+            campaign_id="renewals-stopped",
+            max_failures=2,
+            max_in_flight=1,
+        )
+
+    assert operator(rows[:10], result.parent / "first" / result.name).execute(ctx())["counts"]["sent"] == 10
+    sandbox.inject_fault("POST", "/envelope/use", "status", status=400, count=3)
+    context = ctx()
+    with pytest.raises(BulkStopped, match="max_failures=2"):
+        operator(rows, result).execute(context)
+    assert not result.exists()  # a stopped try writes no result table
+    pushed: dict[str, Any] = context["ti"].pushed[STOPPED_XCOM_KEY]
+    return pushed

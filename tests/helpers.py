@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from airflow_provider_docsign.hooks.docsign import DocsignHook
@@ -15,6 +18,8 @@ DOCUMENSO_VERSION = "2.17"
 # Committed contract fixtures: ``recorded/`` real responses and ``openapi-facts.json``, the facts-only
 # extract of that version's OpenAPI document made by ``scripts/extract_contract.py``.
 SPEC_DIR = Path(__file__).resolve().parent / "contract" / "data" / f"documenso-{DOCUMENSO_VERSION}"
+
+T = TypeVar("T")
 
 
 def sig(**overrides: Any) -> dict[str, Any]:
@@ -167,3 +172,29 @@ def asset_events(uri: str) -> list[dict[str, Any]]:
             .all()
         )
         return [dict(r.extra or {}) for r in rows]
+
+
+def race_a_delayed_create(
+    sandbox: SandboxServer, path: str, this_run: Callable[[], T], other_run: Callable[[], None]
+) -> T:
+    """Two runs at once: this run's ``POST path`` waits 3 s at the sandbox while ``other_run`` goes.
+
+    ``other_run`` starts (in a thread) once this run's create has reached the sandbox (its delay fault
+    is taken), so it finds nothing yet and creates its own, which is then the older one; ``this_run``
+    runs on the main thread (on Airflow 2.11 an operator runs there only). Bounded: the wait for the
+    fault 20 s, the thread's join 30 s.
+    """
+    fault = sandbox.inject_fault("POST", path, action="delay", delay=3)
+
+    def other() -> None:
+        deadline = time.monotonic() + 20
+        while fault in {f["id"] for f in sandbox.faults()} and time.monotonic() < deadline:
+            time.sleep(0.02)  # until this run's create has reached the service
+        other_run()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    try:
+        return this_run()
+    finally:
+        thread.join(timeout=30)

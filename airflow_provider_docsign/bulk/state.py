@@ -21,15 +21,20 @@ from airflow_provider_docsign.bulk.plan import RESULT_STATUSES
 
 __all__ = [
     "CHECKPOINT_VERSION",
+    "STOPPED_XCOM_KEY",
     "CampaignState",
     "CheckpointError",
     "RowState",
     "format_duration",
+    "parse_checkpoint",
     "row_digest",
     "utc_now",
 ]
 
 CHECKPOINT_VERSION = 2
+#: The XCom key a bulk-send try that stopped pushes (the campaign, its counts, why, its checkpoint);
+#: a finished try returns its result instead. The Contracts page lists both.
+STOPPED_XCOM_KEY = "docsign_campaign_stopped"
 #: Versions a checkpoint may have (1: 0.3.0, without row digests).
 _READABLE_VERSIONS = (1, 2)
 PENDING, IN_FLIGHT, CREATED, SENT, INVALID, FAILED = (
@@ -101,7 +106,11 @@ def _text(value: Any, what: str, key: Any) -> str | None:
     return value
 
 
-def _entry(entry: Any) -> tuple[str, str, str | None, str | None, int, str | None, str | None]:
+#: One checkpoint row: ``(key, state, envelope_id, error, attempts, sent_at, digest)``.
+Entry = tuple[str, str, str | None, str | None, int, str | None, str | None]
+
+
+def _entry(entry: Any) -> Entry:
     """One checkpoint row, checked: ``[key, state, envelope_id, error, attempts, sent_at, digest?]``."""
     if not isinstance(entry, list) or len(entry) not in (6, 7):
         raise CheckpointError("the checkpoint has a row that is not a list of 6 or 7 values")
@@ -122,6 +131,39 @@ def _entry(entry: Any) -> tuple[str, str, str | None, str | None, int, str | Non
         _text(sent_at, "sent_at", key),
         digest,
     )
+
+
+def parse_checkpoint(data: bytes, *, now: float | None = None) -> tuple[str, list[Entry], float]:
+    """A checkpoint's campaign id, its rows (checked) and when it was written.
+
+    Each row is ``(key, state, envelope_id, error, attempts, sent_at, digest)``; ``state`` is one of
+    ``in_flight``, ``created``, ``sent``, ``failed`` (pending and invalid rows are not kept).
+
+    :param data: The checkpoint's bytes.
+    :param now: The time to judge ``updated_at`` against (default: now).
+    :raises CheckpointError: when it is malformed in any way.
+    """
+    if len(data) > MAX_CHECKPOINT_BYTES:
+        raise CheckpointError(f"the checkpoint is {len(data):,} bytes: too large to be a checkpoint")
+    try:
+        body = json.loads(data, parse_constant=_refuse_constant)
+    except CheckpointError:
+        raise
+    except (ValueError, RecursionError) as err:
+        raise CheckpointError(f"the checkpoint is not JSON ({type(err).__name__})") from None
+    if not isinstance(body, dict) or body.get("version") not in _READABLE_VERSIONS:
+        raise CheckpointError("the checkpoint has an unknown version")
+    campaign, entries, updated = body.get("campaign_id"), body.get("rows"), body.get("updated_at")
+    if not isinstance(campaign, str) or not isinstance(entries, list):
+        raise CheckpointError("the checkpoint has no campaign_id or no rows")
+    current = time.time() if now is None else now
+    if (
+        isinstance(updated, bool)
+        or not isinstance(updated, int | float)
+        or not 0 < updated <= current + 86400
+    ):
+        raise CheckpointError("the checkpoint's updated_at is not a time this try can believe")
+    return campaign, [_entry(e) for e in entries], float(updated)
 
 
 @dataclass
@@ -177,32 +219,12 @@ class CampaignState:
 
         :raises CheckpointError: if it is another campaign's, or it is malformed in any way.
         """
-        if len(data) > MAX_CHECKPOINT_BYTES:
-            raise CheckpointError(f"the checkpoint is {len(data):,} bytes: too large to be a checkpoint")
-        try:
-            body = json.loads(data, parse_constant=_refuse_constant)
-        except CheckpointError:
-            raise
-        except (ValueError, RecursionError) as err:
-            raise CheckpointError(f"the checkpoint is not JSON ({type(err).__name__})") from None
-        if not isinstance(body, dict) or body.get("version") not in _READABLE_VERSIONS:
-            raise CheckpointError("the checkpoint has an unknown version")
-        campaign, entries, updated = body.get("campaign_id"), body.get("rows"), body.get("updated_at")
-        if not isinstance(campaign, str) or not isinstance(entries, list):
-            raise CheckpointError("the checkpoint has no campaign_id or no rows")
-        current = time.time() if now is None else now
-        if (
-            isinstance(updated, bool)
-            or not isinstance(updated, int | float)
-            or not 0 < updated <= current + 86400
-        ):
-            raise CheckpointError("the checkpoint's updated_at is not a time this try can believe")
+        campaign, checked, updated = parse_checkpoint(data, now=now)
         if campaign != self.campaign_id:
             raise CheckpointError(
                 f"the checkpoint belongs to campaign {campaign[:200]!r}, not {self.campaign_id!r}: give "
                 "this campaign its own result table"
             )
-        checked = [_entry(e) for e in entries]
         index = {r.key: i for i, r in enumerate(self.rows) if r.key is not None}
         seen: set[str] = set()
         for key, state, envelope_id, error, attempts, sent_at, digest in checked:
@@ -220,7 +242,7 @@ class CampaignState:
             if state in (SENT, CREATED) and digest and now_digest and digest != now_digest:
                 row.note = "the row changed after its envelope was made: not sent again"
                 row.digest = digest
-        self.resumed_from = float(updated)
+        self.resumed_from = updated
         return len(checked)
 
     def reconcile(self, found: Mapping[str, Sequence[Any]], external_id: Any, *, log: Any) -> None:

@@ -10,6 +10,7 @@ from airflow_provider_docsign.hooks import _endpoints as ep
 from airflow_provider_docsign.hooks._endpoints import camel
 from airflow_provider_docsign.hooks._protocol import HookCore
 from airflow_provider_docsign.service.models import Folder
+from airflow_provider_docsign.service.names import name_problem
 
 
 class FolderMethods:
@@ -35,13 +36,16 @@ class FolderMethods:
     ) -> Folder:
         """Create a folder.
 
-        :param name: The name (2-100 characters; the length limit is checked with every outgoing string).
+        :param name: The name: 2-100 characters, no link (``http://``, ``https://``, ``www.``) and no
+            invisible or control character, as the service requires
+            (:func:`~airflow_provider_docsign.service.names.name_problem`).
         :param parent_id: Create it inside this folder.
         :param folder_type: ``DOCUMENT`` or ``TEMPLATE``.
         """
         problems = []
-        if not isinstance(name, str) or len(name.strip()) < 2:
-            problems.append(f"folder name must be at least 2 characters, not {name!r}")
+        problem = name_problem(name, text_policy=False)  # the outgoing check does the rest
+        if problem:
+            problems.append(f"name: {problem}")
         if folder_type not in ("DOCUMENT", "TEMPLATE"):
             problems.append(f"folder_type must be DOCUMENT or TEMPLATE, not {folder_type!r}")
         if problems:
@@ -54,10 +58,13 @@ class FolderMethods:
         The service (v2.17) changes only the keys given; nothing else is reset.
 
         :param folder_id: The folder id.
-        :param changes: ``name``, ``parent_id``, ``visibility``, ``pinned`` (camelCase also accepted).
+        :param changes: ``name`` (checked as in :meth:`create_folder`), ``parent_id``, ``visibility``,
+            ``pinned`` (camelCase also accepted).
         """
         if not changes:
             raise DocsignValidationError(["nothing to update"], "update_folder")
+        if "name" in changes and (problem := name_problem(changes["name"], text_policy=False)):
+            raise DocsignValidationError([f"name: {problem}"], "update_folder")
         return Folder.from_json(self._call(ep.update_folder(folder_id, camel(changes))))
 
     def delete_folder(self: HookCore, folder_id: str) -> None:

@@ -24,6 +24,10 @@ if TYPE_CHECKING:  # give type checkers and IDEs the real classes; runtime impor
         DocsignUpdateAttachmentOperator,
     )
     from airflow_provider_docsign.operators.bulk import DocsignBulkSendOperator
+    from airflow_provider_docsign.operators.duplicates import (
+        DocsignDuplicateEnvelopeOperator,
+        DocsignDuplicateTemplateOperator,
+    )
     from airflow_provider_docsign.operators.envelope import (
         DocsignCancelEnvelopeOperator,
         DocsignCreateEnvelopeOperator,
@@ -53,8 +57,6 @@ if TYPE_CHECKING:  # give type checkers and IDEs the real classes; runtime impor
     from airflow_provider_docsign.operators.templates import (
         DocsignCreateEnvelopeFromTemplateOperator,
         DocsignCreateTemplateOperator,
-        DocsignDuplicateEnvelopeOperator,
-        DocsignDuplicateTemplateOperator,
     )
 
 _MODULES: dict[str, str] = {
@@ -75,7 +77,7 @@ _MODULES: dict[str, str] = {
     "DocsignUpdateAttachmentOperator": "attachments",
     "DocsignDeleteAttachmentOperator": "attachments",
     "DocsignDeleteEnvelopesOperator": "retention",
-    "DocsignDuplicateEnvelopeOperator": "templates",
+    "DocsignDuplicateEnvelopeOperator": "duplicates",
     "DocsignRemindRecipientsOperator": "reminders",
     "DocsignCreateFolderOperator": "folders",
     "DocsignExportEnvelopesOperator": "export",
@@ -85,7 +87,7 @@ _MODULES: dict[str, str] = {
     "DocsignFieldPreviewOperator": "preview",
     "DocsignCreateEnvelopeFromTemplateOperator": "templates",
     "DocsignCreateTemplateOperator": "templates",
-    "DocsignDuplicateTemplateOperator": "templates",
+    "DocsignDuplicateTemplateOperator": "duplicates",
 }
 
 __all__ = [

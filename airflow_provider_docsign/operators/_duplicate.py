@@ -1,4 +1,4 @@
-"""The steps of the duplicate operators (:mod:`~airflow_provider_docsign.operators.templates`).
+"""The steps of the duplicate operators (:mod:`~airflow_provider_docsign.operators.duplicates`).
 
 ``DocsignDuplicateEnvelopeOperator`` uses them all; ``DocsignDuplicateTemplateOperator`` uses
 :func:`check_changes` and :func:`duplicate_then_update` (it has no external id to find a copy by).

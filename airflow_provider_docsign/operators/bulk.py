@@ -22,6 +22,7 @@ from airflow_provider_docsign.bulk.plan import (
     result_table_format,
 )
 from airflow_provider_docsign.bulk.state import (
+    STOPPED_XCOM_KEY,
     CampaignState,
     RowState,
     row_digest,
@@ -344,6 +345,21 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
             runner.run()
         except BulkStopped as err:
             self.log.error("%s", self._summary(plan, state, runner, pacer, None))
+            # No result table is written for a stopped try (the table means "finished"), but the
+            # Contracts page lists the campaign from this, and reads what was sent from the checkpoint.
+            self.xcom_push_safe(
+                context,
+                STOPPED_XCOM_KEY,
+                {
+                    "campaign_id": plan.campaign_id,
+                    "docsign_conn_id": self.docsign_conn_id,
+                    "rows": len(rows),
+                    "counts": state.counts(),
+                    "stopped": str(err)[:1000],
+                    "checkpoint": checkpoint.uri,
+                    "checkpoint_conn_id": getattr(output, "conn_id", None),
+                },
+            )
             if err.kind == "auth":
                 raise fail_now(err) from err
             raise

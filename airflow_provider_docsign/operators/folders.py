@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign.exceptions import (
     DocsignAmbiguousWriteError,
-    DocsignError,
     DocsignValidationError,
 )
 from airflow_provider_docsign.operators._base import PERMANENT_ERRORS, DocsignBaseOperator, fail_now
+from airflow_provider_docsign.operators._concurrent import keep_the_oldest
+from airflow_provider_docsign.service.names import js_trim, name_problem
 
 if TYPE_CHECKING:
     from airflow_provider_docsign._compat import Context
@@ -34,7 +35,9 @@ class DocsignCreateFolderOperator(DocsignBaseOperator):
 
     Returns the folder id.
 
-    :param name: The folder name (2-100 characters). Templated.
+    :param name: The folder name: 2-100 characters, no link (``http://``, ``https://``, ``www.``) and no
+        invisible or control character, as the service requires; refused before any request
+        otherwise. Templated.
     :param parent_id: The parent folder id, or ``None`` for the root. Templated.
     :param folder_type: ``"DOCUMENT"`` (default) or ``"TEMPLATE"``. Templated.
     :param docsign_conn_id: The Airflow connection of type ``docsign``.
@@ -60,9 +63,10 @@ class DocsignCreateFolderOperator(DocsignBaseOperator):
     def execute(self, context: Context) -> str:
         """Find or create the folder and return its id."""
         problems: list[str] = []
-        name = self.name.strip() if isinstance(self.name, str) else ""
-        if not 2 <= len(name) <= 100:
-            problems.append(f"name: must be 2-100 characters, not {self.name!r}")
+        name = js_trim(self.name) if isinstance(self.name, str) else ""
+        problem = name_problem(self.name)
+        if problem:
+            problems.append(f"name: {problem}")
         folder_type = str(self.folder_type).upper()
         if folder_type not in FOLDER_TYPES:
             problems.append(f"folder_type: must be one of {FOLDER_TYPES}, not {self.folder_type!r}")
@@ -94,26 +98,19 @@ class DocsignCreateFolderOperator(DocsignBaseOperator):
 
     def _oldest_after_create(self, made: str, name: str, parent_id: str | None, folder_type: str) -> str:
         """The oldest folder of this name; this run's own is deleted when another run's is older."""
-        try:
-            oldest = self._find(name, parent_id, folder_type)
-        except DocsignError as err:
-            self.log.warning("Could not list the folders again after the create (%s); using %s", err, made)
-            return made
-        if oldest is None or oldest.id == made:
-            return made
-        self.log.warning(
-            "Another run created folder %r under %s at the same time (%s): using it, and deleting %s, "
-            "the one this run made",
-            name,
-            parent_id or "the root",
-            oldest.id,
+
+        def oldest() -> str | None:
+            found = self._find(name, parent_id, folder_type)
+            return found.id if found else None
+
+        return keep_the_oldest(
             made,
+            oldest=oldest,
+            delete=self.hook.delete_folder,
+            log=self.log,
+            what=f"folder {name!r}",
+            where=f"under {parent_id or 'the root'}",
         )
-        try:
-            self.hook.delete_folder(made)
-        except DocsignError as err:
-            self.log.warning("Could not delete folder %s (%s); it is empty and can be deleted", made, err)
-        return oldest.id
 
     def _find(self, name: str, parent_id: str | None, folder_type: str) -> Folder | None:
         # Without parentId the service lists folders at every level (not only the root), so the
@@ -121,7 +118,7 @@ class DocsignCreateFolderOperator(DocsignBaseOperator):
         matches = [
             f
             for f in self.hook.list_folders(parent_id=parent_id, folder_type=folder_type)
-            if (f.name or "").strip() == name
+            if js_trim(f.name or "") == name
             and (f.parent_id or None) == parent_id
             and (f.type or folder_type).upper() == folder_type
         ]

@@ -9,15 +9,42 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import Response
 
+from airflow_provider_docsign.service.names import MAX_NAME, MIN_NAME, js_trim, name_issue
+from airflow_provider_docsign.service.outgoing import js_length
+
 from . import views
 from .common import authenticate, json_body, ok, state_of, success
 from .errors import app_error
 from .ids import cuid, iso
 from .schemas import FOLDER_CREATE, FOLDER_DELETE, FOLDER_FIND, FOLDER_UPDATE
 from .state import SandboxState
-from .validation import validate
+from .validation import _too, raise_if, validate
 
 router = APIRouter()
+
+
+def _name(name: str, where: list[str | int], path: str) -> str:
+    """The folder name as the real service keeps it (trimmed), or its 400 when its name rule refuses it.
+
+    Documenso's shared name schema (``ZNameSchema``): trimmed, 2-100 characters, no ``http(s)://`` or
+    ``www.``, no invisible or control character (:mod:`airflow_provider_docsign.service.names`).
+    """
+    trimmed = js_trim(name)
+    found = name_issue(name)
+    if found is None:
+        return trimmed
+    kind = found[0]
+    issue: dict[str, Any]
+    if kind == "length" and js_length(trimmed) < MIN_NAME:
+        issue = _too("too_small", "string", MIN_NAME, where, "Please enter a valid name.")
+    elif kind == "length":
+        issue = _too("too_big", "string", MAX_NAME, where, "Name cannot be more than 100 characters.")
+    elif kind == "link":
+        issue = {"code": "custom", "message": "Name cannot contain URLs.", "path": where}
+    else:
+        issue = {"code": "custom", "message": "Name contains invalid characters.", "path": where}
+    raise_if([issue], path)
+    return trimmed
 
 
 # -- folders ----------------------------------------------------------------------------------------
@@ -63,7 +90,7 @@ async def create_folder(request: Request) -> Response:
     now = iso()
     folder: dict[str, Any] = {
         "id": cuid(),
-        "name": body["name"],
+        "name": _name(body["name"], ["name"], path),
         "userId": 1,
         "teamId": 1,
         "parentId": body.get("parentId"),
@@ -103,6 +130,8 @@ async def update_folder(request: Request) -> Response:
         if folder is None:
             raise app_error(path, "NOT_FOUND", "Folder not found")
         data = body["data"]
+        if "name" in data:
+            data["name"] = _name(data["name"], ["data", "name"], path)
         if "parentId" in data and data["parentId"] is not None:
             if data["parentId"] == folder["id"] or data["parentId"] in _descendants(state, folder["id"]):
                 raise app_error(path, "INVALID_BODY", "Cannot move a folder into itself or its descendants")

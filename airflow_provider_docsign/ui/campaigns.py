@@ -3,7 +3,10 @@
 A campaign is found from the ``return_value`` XCom of its ``DocsignBulkSendOperator`` task (campaign id,
 counts, result table), never by scanning storage. Its failed and invalid rows are read from its result
 table (cached), its envelopes' states with ``get-many`` over the table's sent envelopes: at most
-``ceil(sent / 20)`` requests per refresh, cached like the list. The list loads the states of the newest
+``ceil(sent / 20)`` requests per refresh, cached like the list. A try that stopped before the end
+(past ``max_failures``, say) writes no result table: it is listed from what it pushed instead
+(``STOPPED_XCOM_KEY``), marked stopped with its reason, and its sent envelopes and failed rows are
+read from its checkpoint (invalid rows are not kept there). The list loads the states of the newest
 campaigns up to :data:`LIST_BUDGET` envelopes per refresh; the others load when opened.
 """
 
@@ -44,24 +47,26 @@ def _run_dict(run: CampaignRun, base: str) -> dict[str, Any]:
         "finished": run.finished,
         "task": task.to_dict(base),
         "connection": result.get("docsign_conn_id"),
+        "stopped": mask_text(str(result["stopped"])) if run.stopped else None,
     }
 
 
-def table_location(result: dict[str, Any]) -> str:
-    """Where a campaign's result table can be opened, from its XCom.
+def table_location(result: dict[str, Any], what: str = "result_table") -> str:
+    """Where a campaign's result table (or checkpoint) can be opened, from its XCom.
 
     A local path, or a URI with its object store's connection (``s3://conn@bucket/key``): the XCom's
-    URI never carries the connection, its ``result_table_conn_id`` does.
+    URI never carries the connection, its ``<what>_conn_id`` does.
 
-    :param result: The bulk-send task's ``return_value``.
-    :raises ValueError: when the XCom names no result table.
+    :param result: The bulk-send task's ``return_value`` (or its stopped try's XCom).
+    :param what: ``result_table`` or ``checkpoint``.
+    :raises ValueError: when the XCom names no such file.
     """
-    table = result.get("result_table")
+    table = result.get(what)
     if not isinstance(table, str) or not table:
-        raise ValueError("the campaign's XCom names no result table")
+        raise ValueError(f"the campaign's XCom names no {what.replace('_', ' ')}")
     if table.startswith("file://"):
         return table[len("file://") :]
-    conn_id = result.get("result_table_conn_id")
+    conn_id = result.get(f"{what}_conn_id")
     scheme, sep, rest = table.partition("://")
     if sep and isinstance(conn_id, str) and conn_id and "@" not in rest.split("/", 1)[0]:
         return f"{scheme}://{conn_id}@{rest}"
@@ -69,7 +74,32 @@ def table_location(result: dict[str, Any]) -> str:
 
 
 def _sent_ids(state: Any, run: CampaignRun) -> list[str]:
+    if run.stopped:
+        return [entry[2] for entry in _checkpoint(state, run) if entry[1] == "sent" and entry[2]]
     return list(_table(state, run).envelope_ids)
+
+
+def _checkpoint(state: Any, run: CampaignRun) -> list[Any]:
+    """The rows of a stopped try's checkpoint (cached like a result table)."""
+    from airflow_provider_docsign.bulk.state import MAX_CHECKPOINT_BYTES, CheckpointError, parse_checkpoint
+    from airflow_provider_docsign.bulk.store import resolve_path
+
+    location = table_location(run.result, "checkpoint")
+
+    def load() -> list[Any]:
+        path = resolve_path(location, "checkpoint")
+        try:
+            with path.open("rb") as fh:
+                data = bytes(fh.read(MAX_CHECKPOINT_BYTES + 1))  # parse_checkpoint refuses more
+            campaign, rows, _ = parse_checkpoint(data)
+        except (OSError, CheckpointError) as error:
+            raise ValueError(f"the checkpoint {location!r} cannot be read: {error}") from error
+        if campaign != run.result.get("campaign_id"):
+            raise ValueError(f"the checkpoint {location!r} belongs to another campaign")
+        return rows
+
+    rows, _ = state.tables.get(("checkpoint", location), load)
+    return list(rows)
 
 
 def _table(state: Any, run: CampaignRun) -> Any:
@@ -163,22 +193,39 @@ def campaign_rows(state: Any, run: CampaignRun, page: int, page_size: int) -> di
     from airflow_provider_docsign.bulk.plan import OUTPUT_FORMATS, format_of, read_rows
     from airflow_provider_docsign.bulk.store import resolve_path
 
-    table = table_location(run.result)
+    if run.stopped:  # no result table: the failed rows so far, from the checkpoint
+        table = table_location(run.result, "checkpoint")
 
-    def load() -> list[dict[str, Any]]:
-        path = resolve_path(table, "result_table")
-        rows = read_rows(path, format_of(path, run.result.get("format"), OUTPUT_FORMATS, "result_table"))
-        return [
-            {
-                "row": number,
-                "row_key": mask_text(row.get("row_key")),
-                "status": row.get("status"),
-                "error": mask_text(row.get("error")),
-                "attempts": row.get("attempts"),
-            }
-            for number, row in enumerate(rows, start=1)
-            if row.get("status") in ("failed", "invalid")
-        ]
+        def load() -> list[dict[str, Any]]:
+            return [
+                {
+                    "row": None,
+                    "row_key": mask_text(key),
+                    "status": kept,
+                    "error": mask_text(error),
+                    "attempts": attempts,
+                }
+                for key, kept, _, error, attempts, *_ in _checkpoint(state, run)
+                if kept == "failed"
+            ]
+
+    else:
+        table = table_location(run.result)
+
+        def load() -> list[dict[str, Any]]:
+            path = resolve_path(table, "result_table")
+            rows = read_rows(path, format_of(path, run.result.get("format"), OUTPUT_FORMATS, "result_table"))
+            return [
+                {
+                    "row": number,
+                    "row_key": mask_text(row.get("row_key")),
+                    "status": row.get("status"),
+                    "error": mask_text(row.get("error")),
+                    "attempts": row.get("attempts"),
+                }
+                for number, row in enumerate(rows, start=1)
+                if row.get("status") in ("failed", "invalid")
+            ]
 
     problems, _ = state.tables.get(("problems", table), load)
     start = (page - 1) * page_size

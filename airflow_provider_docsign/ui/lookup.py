@@ -7,7 +7,8 @@ never from the signing service:
   ``Docsign*`` operator naming ``envelope_id``;
 - **waiting**: a deferred task instance whose trigger is ours (the trigger's ``envelope_ids`` kwarg),
   or a docsign sensor in ``reschedule`` or ``poke`` mode, from its rendered ``envelope_id(s)``;
-- **campaigns**: the ``return_value`` of each finished ``DocsignBulkSendOperator`` task.
+- **campaigns**: the ``return_value`` of each finished ``DocsignBulkSendOperator`` task, or what a
+  try that stopped before the end pushed (``STOPPED_XCOM_KEY``).
 
 Every query is bounded: the newest :data:`MAX_XCOM_ROWS` rows of the last ``lookback_days`` days, and
 only the DAGs the user may read. What cannot be matched (an XCom cleared, a custom operator that
@@ -21,6 +22,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
+
+from airflow_provider_docsign.bulk.state import STOPPED_XCOM_KEY
 
 #: At most this many XCom rows are read per query (newest first).
 MAX_XCOM_ROWS = 20_000
@@ -276,7 +279,9 @@ def task_envelopes(dag_id: str, run_id: str, task_id: str, map_index: int) -> tu
 class CampaignRun:
     """One finished bulk-send task instance and what it returned.
 
-    :param result: Its ``return_value`` (campaign id, rows, counts, result table, format, connection).
+    :param result: Its ``return_value`` (campaign id, rows, counts, result table, format, connection),
+        or, for a try that stopped before the end, what it pushed instead (``STOPPED_XCOM_KEY``: the
+        counts so far, why it stopped, its checkpoint).
     """
 
     dag_id: str
@@ -285,6 +290,11 @@ class CampaignRun:
     map_index: int
     finished: str | None
     result: dict[str, Any]
+
+    @property
+    def stopped(self) -> bool:
+        """Whether this try stopped before the end (no result table; its checkpoint says what was sent)."""
+        return bool(self.result.get("stopped"))
 
 
 def campaigns(dag_ids: set[str], lookback_days: float = 90.0) -> list[CampaignRun]:
@@ -303,7 +313,7 @@ def campaigns(dag_ids: set[str], lookback_days: float = 90.0) -> list[CampaignRu
         _xcoms_of_task_instances(XComModel.timestamp, XComModel.value)
         .where(
             XComModel.dag_id.in_(sorted(dag_ids)),
-            XComModel.key == "return_value",
+            XComModel.key.in_(["return_value", STOPPED_XCOM_KEY]),
             XComModel.timestamp >= _since(lookback_days),
             TaskInstance.operator == "DocsignBulkSendOperator",
         )

@@ -1,26 +1,27 @@
 """DocsignCreateFolderOperator fed what a careless or hostile user could give it.
 
-Re-runs, two runs at the same time, a lost answer, names that hide text or look like a template, and
-parent ids as a careless template renders them. Counted at the sandbox: the ``POST /folder/create``
-(and ``/folder/delete``) requests, and the folders of that name that exist afterwards.
+Re-runs, two runs at the same time, a lost answer, names that hide text, hold a link or look like a
+template, and parent ids as a careless template renders them. Counted at the sandbox: the
+``POST /folder/create`` (and ``/folder/delete``) requests, and the folders of that name that exist afterwards.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from helpers import ctx
+import requests
+from helpers import ctx, race_a_delayed_create
 from odd_text import ODD_TEXT, TEMPLATE_DATA, jinja_ids, odd
 
 from airflow_provider_docsign._compat import AirflowFailException
+from airflow_provider_docsign.exceptions import DocsignValidationError
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.operators import DocsignCreateFolderOperator
 from airflow_provider_docsign.sandbox import SandboxServer
+from airflow_provider_docsign.service.names import js_trim
 
 CREATE, DELETE = "/folder/create", "/folder/delete"
 
@@ -62,22 +63,15 @@ def test_two_runs_at_the_same_time_return_one_folder_and_leave_one(
     assert other.settings.api_key  # its connection is looked up here: Airflow 2.11 cannot in a thread
     # This run's create waits 3 s at the service; the other run lists (nothing yet) and creates its
     # own in that time, as two runs of a backfill do. The other run's folder is the older one.
-    fault = sandbox.inject_fault("POST", CREATE, action="delay", delay=3)
     made: list[str] = []
 
     def other_run() -> None:
-        deadline = time.monotonic() + 20
-        while fault in {f["id"] for f in sandbox.faults()} and time.monotonic() < deadline:
-            time.sleep(0.02)  # until this run's create has reached the service
         if not [f for f in other.list_folders() if f.name == name]:
             made.append(other.create_folder(name).id)
 
-    thread = threading.Thread(target=other_run)
-    thread.start()
     try:
-        first = create(name)  # on Airflow 2.11 an operator runs on the main thread only
+        first = race_a_delayed_create(sandbox, CREATE, lambda: create(name), other_run)
     finally:
-        thread.join(timeout=30)
         other.close()
     assert sent(sandbox, CREATE) == 2  # both did create
     assert [first] == made  # this run returns the other run's (older) folder...
@@ -160,3 +154,48 @@ def test_careless_parent_ids_never_make_a_folder_elsewhere(
     assert named(hook, name) == []
     child = create(name, parent_id=parent)
     assert [(f.id, f.parent_id) for f in hook.list_folders(parent_id=parent)] == [(child, parent)]
+
+
+LINKS = [
+    "https://www.yourbank.example/login",
+    "Pay at HTTP://evil.example",
+    "Contracts www.evil.example",
+    "WWW.EVIL.EXAMPLE",
+    "Legal \\u200b",  # a literal escape of an invisible character, as a careless template leaves it
+    "👩\u200d💻 Team",  # a zero-width joiner: the service's name rule refuses every format character
+]
+
+
+@pytest.mark.parametrize("name", LINKS)
+def test_a_name_the_service_refuses_never_reaches_it(
+    docsign_conn: str, hook: DocsignHook, sandbox: SandboxServer, name: str
+) -> None:
+    # Documenso refuses links and invisible characters in folder names (its shared name schema): a
+    # folder named like a link would be shown in e-mails. Refused before any request, with the reason.
+    with pytest.raises(AirflowFailException, match="nothing was sent") as info:
+        create(name)
+    assert "name: " in str(info.value)
+    assert "link" in str(info.value) or "in names" in str(info.value), str(info.value)
+    folder = hook.create_folder(unique("Rename me"))
+    sandbox.clear_requests()
+    with pytest.raises(DocsignValidationError):
+        hook.update_folder(folder.id, name=name)  # a rename is held to the same rule
+    assert sandbox.requests() == []
+    assert named(hook, name) == []
+    assert named(hook, js_trim(name)) == []
+
+
+@pytest.mark.parametrize("name", LINKS)
+def test_the_sandbox_refuses_such_names_as_the_service_does(
+    sandbox: SandboxServer, api_key: str, name: str
+) -> None:
+    # The stand-in holds the real rule too (a client that skips our checks meets the service's 400).
+    url = sandbox.base_url + CREATE
+    answer = requests.post(url, json={"name": name}, headers={"Authorization": api_key}, timeout=30)
+    assert answer.status_code == 400
+    messages = [issue["message"] for issue in answer.json()["issues"]]
+    assert messages in (["Name cannot contain URLs."], ["Name contains invalid characters."])
+    # ...and trims the names it keeps, as the service does.
+    kept = requests.post(url, json={"name": "  Padded  "}, headers={"Authorization": api_key}, timeout=30)
+    assert kept.status_code == 200
+    assert kept.json()["name"] == "Padded"

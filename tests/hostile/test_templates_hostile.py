@@ -1,10 +1,10 @@
 """DocsignCreateTemplateOperator and DocsignDuplicateTemplateOperator fed what a careless or hostile
 user could give them.
 
-Re-runs and retries of a setup task, titles that hide text or look like a template, two templates
-with one title, a document given as a template, and a lost answer. Counted at the sandbox: the
-``POST /envelope/create`` and ``POST /envelope/duplicate`` requests, and the templates that exist
-afterwards.
+Re-runs and retries of a setup task, two runs at the same time, titles that hide text or look like
+a template, two templates with one title, a document given as a template, and a lost answer. Counted
+at the sandbox: the ``POST /envelope/create`` and ``POST /envelope/duplicate`` requests, and the
+templates that exist afterwards.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import ctx, sig, signer
+from helpers import ctx, race_a_delayed_create, sig, signer
 from odd_text import ODD_TEXT, TEMPLATE_DATA, odd
 
 from airflow_provider_docsign._compat import AirflowFailException
@@ -72,6 +72,32 @@ def test_reruns_and_retries_of_a_setup_task_reuse_the_one_template(
     assert create(title, pdf)["template_id"] == first["template_id"]
     assert sent(sandbox, CREATE) == 1
     assert titled(hook, title) == [first["template_id"]]
+
+
+def test_two_runs_at_the_same_time_leave_one_template_and_return_it(
+    docsign_conn: str, hook: DocsignHook, sandbox: SandboxServer, pdf: Path
+) -> None:
+    title = unique("Race")
+    other = DocsignHook(docsign_conn)  # the other run, in another worker
+    assert other.settings.api_key  # its connection is looked up here: Airflow 2.11 cannot in a thread
+    # This run's create waits 3 s at the service; the other run searches (nothing yet) and creates its
+    # own in that time, as two runs of a setup task in a backfill do. The other run's is the older one.
+    made: list[str] = []
+
+    def other_run() -> None:
+        if not other.find_templates_by_title(title):
+            made.append(other.create_template(title=title, files=[pdf], recipients=ROLES))
+
+    try:
+        first = race_a_delayed_create(sandbox, CREATE, lambda: create(title, pdf), other_run)
+    finally:
+        other.close()
+    assert sent(sandbox, CREATE) == 2  # both did create
+    assert [first["template_id"]] == made  # this run returns the other run's (older) template...
+    assert first["envelope_id"] == made[0]
+    assert titled(hook, title) == made  # ...and deleted its own
+    assert sent(sandbox, "/envelope/delete") == 1
+    assert create(title, pdf)["template_id"] == made[0]  # every later run finds the one left
 
 
 @pytest.mark.parametrize("name", ODD_TEXT)

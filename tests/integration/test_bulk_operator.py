@@ -12,6 +12,7 @@ import pytest
 from bulk_helpers import customers, make_template, read_table, write_csv
 from helpers import conn_json, ctx, signer
 
+from airflow_provider_docsign.bulk.state import STOPPED_XCOM_KEY
 from airflow_provider_docsign.bulk.store import CHECKPOINT_SUFFIX
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.operators.bulk import DocsignBulkSendOperator
@@ -290,9 +291,15 @@ def test_past_max_failures_the_task_stops_and_the_next_try_resumes(
     # The service refuses 3 uses with a permanent error: past max_failures=2 the campaign stops.
     sandbox.inject_fault("POST", "/envelope/use", "status", status=400, count=3)
     op = template_operator(template_id, rows, tmp_path / "results.jsonl", campaign_id="stops", max_failures=2)
+    stopped = ctx()
     with pytest.raises(BulkStopped, match="max_failures=2"):
-        op.execute(ctx())
+        op.execute(stopped)
     assert not (tmp_path / "results.jsonl").exists()
+    # What the Contracts page lists the stopped campaign by (no return_value, no result table).
+    pushed = stopped["ti"].pushed[STOPPED_XCOM_KEY]
+    assert (pushed["campaign_id"], pushed["rows"], pushed["counts"]["failed"]) == ("stops", 40, 3)
+    assert "max_failures=2" in pushed["stopped"]
+    assert pushed["checkpoint"] == (tmp_path / f"results.jsonl{CHECKPOINT_SUFFIX}").as_uri()
     checkpoint = json.loads((tmp_path / f"results.jsonl{CHECKPOINT_SUFFIX}").read_text())
     states = Counter(entry[1] for entry in checkpoint["rows"])
     assert states["failed"] == 3

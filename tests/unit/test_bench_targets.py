@@ -27,6 +27,7 @@ try:
     import bench_upload
     import run_all
     from _common import median_ratio_noise, missed_line, spread, target_met
+    from _served import ServedClient
 finally:
     signal.signal(signal.SIGTERM, _saved_sigterm)
 
@@ -303,6 +304,36 @@ def test_paired_ratios_compare_the_hook_and_the_sdk_within_each_repetition() -> 
     }
     # rep 0: 1.1 / 1.1; rep 1: 3.0 / 2.0; rep 2 has no successful hook run
     assert bench_upload.paired_ratios(res) == [1.0, 1.5]
+
+
+def test_paired_ratios_pair_each_upload_slot_with_its_neighbour() -> None:
+    # issue 38: uploads alternate one by one; each slot (rep, job) is one pair, not a rep's median
+    res = {
+        "hook": [{**run(1.0, 0), "slot": [0, 0]}, {**run(2.0, 0), "slot": [0, 1]}],
+        "sdk": [{**run(1.5, 0), "slot": [0, 0]}, {**run(1.0, 0), "slot": [0, 1]}],
+    }
+    assert bench_upload.paired_ratios(res) == [1.5, 0.5]
+
+
+def test_a_served_client_whose_set_up_fails_reports_it_and_is_gone(tmp_path: Path) -> None:
+    # A real bench/_client.py process in serve mode; its hook cannot reach anything (port 9 on
+    # loopback: discard, closed here), so set-up fails and every job says so instead of hanging.
+    client = ServedClient(
+        {"client": "hook", "op": "upload", "base_url": "http://127.0.0.1:9/api/v2", "max_jobs": 2},
+        timeout=120,
+    )
+    client.start()
+    try:
+        assert client.ready() is False
+        assert client.report["ok"] is False
+        assert "test_connection failed" in client.report["error"]
+        job = client.job({"title": "t", "files": []})
+        assert job["ok"] is False
+        assert job["error"]
+        assert client.proc is not None
+        assert client.proc.poll() is not None
+    finally:
+        client.stop()
 
 
 def test_spread_is_the_range_over_the_median() -> None:

@@ -34,7 +34,7 @@ MINE = {
     "DocsignAddAttachmentsOperator": "attachments",
     "DocsignUpdateAttachmentOperator": "attachments",
     "DocsignDeleteAttachmentOperator": "attachments",
-    "DocsignDuplicateEnvelopeOperator": "templates",
+    "DocsignDuplicateEnvelopeOperator": "duplicates",
     "DocsignDeleteEnvelopesOperator": "retention",
 }
 

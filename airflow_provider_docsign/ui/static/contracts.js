@@ -163,7 +163,14 @@
         const open = el("button", c.campaign_id, "link");
         open.type = "button";
         open.addEventListener("click", () => { state.campaign = c.campaign_id; state.page = 1; loadCampaign(); });
-        cell(tr, open);
+        const first = cell(tr, open);
+        if (c.stopped) {
+          // A try that stopped before the end: no result table; the reason on hover.
+          tr.classList.add("stopped");
+          const mark = el("span", "stopped", "stopped-mark");
+          mark.title = c.stopped;
+          first.appendChild(mark);
+        }
         const n = c.counts;
         [c.rows, n.sent || 0, n.invalid || 0, n.failed || 0].forEach((v) => cell(tr, v));
         const s = c.service ? c.service.counts : null;
@@ -184,7 +191,7 @@
       $("campaign").hidden = false;
       $("campaign-title").textContent = "Campaign " + data.campaign_id;
       const n = data.counts, s = data.service.counts;
-      $("campaign-summary").textContent = (
+      $("campaign-summary").textContent = (data.stopped ? "Stopped before the end: " + data.stopped + " " : "") + (
         data.rows + " rows: " + (n.sent || 0) + " sent, " + (n.invalid || 0) + " invalid, " + (n.failed || 0) + " failed. Service: " +
         s.completed + " completed, " + s.pending + " pending, " + s.rejected + " rejected, " + s.expired_link + " with an expired link.");
       const body = $("campaign-rows").querySelector("tbody");
@@ -195,7 +202,7 @@
         body.appendChild(tr);
       }
       const p = data.problems;
-      $("page").textContent = "page " + p.page + " of " + p.pages + " (" + p.total + " failed or invalid rows)";
+      $("page").textContent = "page " + p.page + " of " + p.pages + " (" + p.total + (data.stopped ? " failed rows so far)" : " failed or invalid rows)");
       $("prev").disabled = p.page <= 1;
       $("next").disabled = p.page >= p.pages;
     } catch (e) { showError("Could not read the campaign: " + e.message); }
