@@ -1,17 +1,15 @@
-"""One client run in a fresh process: upload or download with one of the clients being compared.
+"""One client in a fresh process: upload or download with one of the clients being compared.
 
-Usage: ``python bench/_client.py '<json spec>'``. The spec names the ``client`` (``hook``, ``naive``,
-``sdk``), the ``op`` (``upload`` or ``download``), the sandbox ``base_url``, an optional small
-``warmup`` job and the ``jobs`` (files to upload, or item ids and destinations to download).
+Usage: ``python bench/_client.py '<json spec>'`` (``bench/_served.py`` starts and drives it). The spec
+names the ``client`` (``hook``, ``naive``, ``sdk``), the ``op`` (``upload`` or ``download``), the
+sandbox ``base_url``, an optional small ``warmup`` job and ``max_jobs``.
 
-The process imports its client, makes one cheap authenticated call and the warm-up job, then for each
-job resets its peak-RSS counter and runs it. It prints one JSON line: per job, the wall time of the
-operation alone and the peak RSS growth above the RSS at the reset. A client that cannot do the
-operation reports ``ok: false`` with the error.
-
-With ``"serve": true`` in the spec it takes its jobs one per line of stdin instead, after printing a
-``ready`` line, and answers each with one JSON line (:func:`serve`): the parent then starts every job
-itself, so the uploads of several clients can alternate one by one.
+The process imports its client, makes one cheap authenticated call and the warm-up job, then prints a
+``ready`` line and takes its jobs one per line of stdin (files to upload, or item ids and destinations
+to download), answering each with one JSON line (:func:`serve`): the parent starts every job itself,
+so the transfers of several clients can alternate one by one. For each job it resets its peak-RSS
+counter first, and reports the wall time of the operation alone and the peak RSS growth above the RSS
+at the reset. A client that cannot do the operation reports ``ok: false`` with the error.
 """
 
 from __future__ import annotations
@@ -174,7 +172,7 @@ def run_job(op: Any, state: Any, spec: dict[str, Any], job: dict[str, Any]) -> d
 
 
 def serve(op: Any, state: Any, spec: dict[str, Any], out: dict[str, Any]) -> None:
-    """Serve mode: one job per line of stdin, one JSON result per line of stdout.
+    """One job per line of stdin, one JSON result per line of stdout.
 
     The parent decides when each job starts, so the clients' uploads can alternate one by one
     (``bench_upload.py``). At most ``max_jobs`` jobs; an empty line or the end of stdin ends it.
@@ -192,7 +190,7 @@ def main() -> None:
     spec = json.loads(sys.argv[1])
     setup, ops = CLIENTS[spec["client"]]
     op = ops[spec["op"]]
-    out: dict[str, Any] = {"client": spec["client"], "op": spec["op"], "jobs": []}
+    out: dict[str, Any] = {"client": spec["client"], "op": spec["op"]}
     try:
         state = setup(spec)
         if spec.get("warmup"):
@@ -204,13 +202,7 @@ def main() -> None:
         print(json.dumps(out), flush=True)
         return
     out["startup_s"] = time.perf_counter() - t0
-    if spec.get("serve"):
-        serve(op, state, spec, out)
-        return
-    for job in spec["jobs"]:
-        out["jobs"].append(run_job(op, state, spec, job))
-    out["ok"] = True
-    print(json.dumps(out))
+    serve(op, state, spec, out)
 
 
 if __name__ == "__main__":

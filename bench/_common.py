@@ -239,20 +239,6 @@ def run_measured(cmd: Sequence[str], *, timeout: float, env: dict[str, str] | No
         }
 
 
-def run_client(spec: dict[str, Any], *, timeout: float = 300) -> dict[str, Any]:
-    """Run ``bench/_client.py`` with ``spec`` in a fresh process and return its JSON report."""
-    env = dict(os.environ)
-    res = run_measured(
-        [sys.executable, str(BENCH_DIR / "_client.py"), json.dumps(spec)], timeout=timeout, env=env
-    )
-    lines = [ln for ln in res["stdout"].splitlines() if ln.startswith("{")]
-    if res["rc"] != 0 or not lines:
-        tail = res["stderr"].strip().splitlines()[-3:]
-        return {"ok": False, "error": f"exit {res['rc']}: {' / '.join(tail)}"[:300], "jobs": []}
-    report: dict[str, Any] = json.loads(lines[-1])
-    return report
-
-
 # ------------------------------------------------------------------------------------------ sandbox
 @contextmanager
 def sandbox(**kwargs: Any) -> Iterator[Any]:

@@ -36,7 +36,7 @@ class ServedClient:
     """
 
     def __init__(self, spec: dict[str, Any], *, timeout: float = 300) -> None:
-        self.spec = {**spec, "serve": True}
+        self.spec = dict(spec)
         self.timeout = timeout
         self.proc: subprocess.Popen[str] | None = None
         self.report: dict[str, Any] = {}
@@ -96,7 +96,13 @@ class ServedClient:
         return True
 
     def job(self, job: dict[str, Any]) -> dict[str, Any]:
-        """Run one job; its result line, or ``ok: false`` when the process failed or stalled."""
+        """Run one job: its result line, or ``ok: false`` with the error when the process failed or
+        stalled; either way with the process's ``startup_s`` (its imports, set-up and warm-up)."""
+        result = self._run(job)
+        result["startup_s"] = self.report.get("startup_s")
+        return result
+
+    def _run(self, job: dict[str, Any]) -> dict[str, Any]:
         proc = self.proc
         if proc is None or proc.stdin is None or proc.poll() is not None:
             return {"ok": False, "error": self.report.get("error") or self._error()}

@@ -158,9 +158,6 @@ def main() -> None:
                             res = curl_download(sb.base_url, items, dests, checksum=client == "curl_sha")
                         else:
                             res = served[client].job({"items": items, "dests": [str(d) for d in dests]})
-                            res["startup_s"] = served[client].report.get("startup_s")
-                            if not res.get("ok") and "error" not in res:
-                                res["error"] = served[client].report.get("error", "no result")
                         if res.get("ok") and res.get("sha256") != expected:
                             res["ok"] = False
                             res["error"] = "saved bytes differ from the uploaded PDF (sha256 mismatch)"

@@ -357,9 +357,6 @@ def run_round(
                         run = curl_upload(base_url, files, title)
                     else:
                         run = served[client].job({"title": title, "files": [str(f) for f in files]})
-                        run["startup_s"] = served[client].report.get("startup_s")
-                        if not run.get("ok") and "error" not in run:
-                            run["error"] = served[client].report.get("error", "no result")
                     run["rep"], run["slot"] = rep, [rep, index]
                     results[label][client].append(run)
                     made.append(run)

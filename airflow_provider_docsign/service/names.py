@@ -50,10 +50,8 @@ def js_trim(value: str) -> str:
 
 
 def _refused(char: str) -> bool:
-    code = ord(char)
-    return (
-        code in _BLANK or unicodedata.category(char)[0] == "C" or unicodedata.category(char) in ("Zl", "Zp")
-    )
+    category = unicodedata.category(char)
+    return ord(char) in _BLANK or category[0] == "C" or category in ("Zl", "Zp")
 
 
 def _describe(char: str) -> str:
