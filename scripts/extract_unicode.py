@@ -33,6 +33,15 @@ The tables (code points and ranges in hex, ``0041-005A``):
 * ``VARIATION_SELECTOR``, ``EMOJI``, ``EXTENDED_PICTOGRAPHIC``, ``EMOJI_MODIFIER`` (emoji-data.txt);
 * ``JOINS_AFTER`` (Joining_Type L or D: joins the letter that follows), ``JOINS_BEFORE`` (R or D) and
   ``JOIN_TRANSPARENT`` (T), for the zero-width non-joiner's context (RFC 5892, appendix A.1);
+* ``COMBINING_MARK``: general category M (Mn, Mc, Me), the marks that sit on the letter before them;
+* ``BLANK``: the characters that render blank although Unicode counts them neither as white space nor
+  as default ignorable (U+2800 BRAILLE PATTERN BLANK). The UCD has no property for this, so the set is
+  read from the fonts the development environment carries (matplotlib's DejaVu and STIX, ``mpl-data``,
+  read with fontTools): a graphic character (not White_Space, not Default_Ignorable_Code_Point, not of
+  category C or Z) that at least one of those fonts maps, whose glyph is empty (no contours) in every
+  font that maps it. A glyph that one font draws is not blank (DejaVu Sans Mono Oblique leaves U+1D3D
+  empty, its other faces draw it). Last Resort, the fallback font that draws a sign of each block
+  rather than the character, is left out. The Hangul fillers, which also render blank, are default ignorable;
 * ``SCRIPTS``: Script_Extensions of every code point that has a script of its own, as
   ``start-end:Code+Code`` runs (Common and Inherited left out; runs are joined across unassigned code
   points, which no rule lets through anyway), and ``SCRIPT_NAMES``.
@@ -40,6 +49,8 @@ The tables (code points and ranges in hex, ``0041-005A``):
 
 from __future__ import annotations
 
+import importlib.util
+import logging
 import re
 import sys
 from collections.abc import Iterable
@@ -60,6 +71,37 @@ def _sources() -> tuple[object, object]:
             "they are in the development environment (make install)"
         ) from None
     return regex, Scripts
+
+
+def _font_files() -> list[Path]:
+    """The TrueType fonts matplotlib ships (DejaVu and STIX): the fonts every development venv holds."""
+    spec = importlib.util.find_spec("matplotlib")
+    if spec is None or not spec.submodule_search_locations:  # pragma: no cover - in the dev environment
+        raise SystemExit("scripts/extract_unicode.py needs matplotlib's fonts (make install)")
+    folder = Path(next(iter(spec.submodule_search_locations))) / "mpl-data" / "fonts" / "ttf"
+    # Last Resort draws, for every code point, a sign of its block, not the character: it says nothing.
+    return sorted(path for path in folder.glob("*.ttf") if not path.name.startswith("LastResort"))
+
+
+def blank_glyphs(text: str) -> list[int]:
+    """The graphic characters every font of :func:`_font_files` that maps them draws as an empty glyph."""
+    from fontTools.ttLib import TTFont
+
+    blank: set[int] = set()
+    inked: set[int] = set()
+    logging.getLogger("fontTools").setLevel(logging.ERROR)  # old fonts' header dates are not our concern
+    for path in _font_files():
+        with TTFont(str(path), lazy=True) as font:
+            if "glyf" not in font:  # pragma: no cover - matplotlib's fonts are all TrueType outlines
+                continue
+            glyphs = font["glyf"]
+            for code, name in font.getBestCmap().items():
+                (blank if glyphs[name].numberOfContours == 0 else inked).add(code)
+    not_graphic = set(code_points("White_Space", text)) | set(
+        code_points("Default_Ignorable_Code_Point", text)
+    )
+    not_graphic |= set(code_points("gc=C", text)) | set(code_points("gc=Z", text))
+    return sorted(blank - inked - not_graphic)
 
 
 def _all_text() -> str:
@@ -234,6 +276,14 @@ def module_text() -> str:
             [*code_points("jt=R", text), *code_points("jt=D", text)],
         ),
         *table("JOIN_TRANSPARENT", "Joining_Type T (transparent).", code_points("jt=T", text)),
+        *table(
+            "COMBINING_MARK", "General category M (Mn, Mc, Me): combining marks.", code_points("gc=M", text)
+        ),
+        *table(
+            "BLANK",
+            "Graphic characters that render blank: an empty glyph in every development font that maps them.",
+            blank_glyphs(text),
+        ),
         "",
         *_block(
             "SCRIPTS",

@@ -24,7 +24,15 @@ Unicode's own, read from :mod:`._unicode` (generated from the Unicode Character 
   zero-width space, non-joiner and joiner (U+200B-U+200D), the word joiner and invisible operators
   (U+2060-U+2064), the variation selectors, the Mongolian vowel separator U+180E, the BOM U+FEFF...;
 * *the format character*: the format characters (Cf) of no script that Unicode does not count as
-  default ignorable (the interlinear annotation characters U+FFF9-U+FFFB).
+  default ignorable (the interlinear annotation characters U+FFF9-U+FFFB);
+* *the blank character*: a graphic character that renders as nothing although Unicode counts it
+  neither as white space nor as default ignorable (:data:`BLANK`: U+2800 BRAILLE PATTERN BLANK, the
+  object replacement character U+FFFC; derived from fonts by ``scripts/extract_unicode.py``). A title or
+  a name of them looks empty, or like another one with a space in it. The service refuses U+2800 in
+  folder names for that reason (:mod:`.names`);
+* *too many combining marks on one letter*: more than :data:`MAX_COMBINING_MARKS` marks (general
+  category M) in a row. Stacked marks ("Zalgo" text) spill over the lines above and below in e-mails,
+  the service's pages and the PDF's signing certificate.
 
 **Allowed where well-formed text needs them** (:data:`ALLOWED_IN_CONTEXT`), in every policy:
 
@@ -46,7 +54,8 @@ Unicode's own, read from :mod:`._unicode` (generated from the Unicode Character 
 The ``free`` policy (the document's own content: prefill and form values) also allows the
 bidirectional controls and the invisible characters that right-to-left and Indic text may carry; every
 other class (controls, line breaks, separators, surrogates, tags, noncharacters, unassigned code points,
-format characters) stays refused there.
+format characters, stacked marks) stays refused there, but for :data:`BLANK`: braille text, which a
+document may hold, writes its space as U+2800.
 """
 
 from __future__ import annotations
@@ -60,7 +69,9 @@ from airflow_provider_docsign.service import _unicode as ucd
 
 __all__ = [
     "ALLOWED_IN_CONTEXT",
+    "BLANK",
     "FREE",
+    "MAX_COMBINING_MARKS",
     "MULTILINE",
     "STRICT",
     "TAG_FLAGS",
@@ -69,6 +80,7 @@ __all__ = [
     "find_refused",
     "script_extensions",
     "script_name",
+    "stacked_marks",
     "suspect",
     "text_problem",
 ]
@@ -87,6 +99,16 @@ ALLOWED_IN_CONTEXT: dict[str, str] = {
     "U+180B-U+180D, U+180F": "once, right after a Mongolian letter",
     "U+E0020-U+E007F tags": "in the flags of England, Scotland and Wales only",
 }
+
+#: The most combining marks (general category M) allowed in a row on one base character. What real
+#: writing puts on one letter: Vietnamese 2 (a vowel mark and a tone: "ệ" decomposed is e + U+0323 +
+#: U+0302), Thai 2 (an upper vowel and a tone mark: "ที่"), Devanagari 3 (nukta, vowel sign, candrabindu:
+#: "ज़ँ" with a vowel sign; Vedic accents add one or two), Hebrew with points and cantillation 4 (dagesh,
+#: vowel, accent, meteg), Myanmar medials with a vowel 4 ("ကြွေး"), Tibetan stacks in Sanskrit words up to
+#: 6. Eight lets all of them through with room to spare, and stops what overflows a line: "Zalgo" text
+#: stacks 10 to hundreds of marks on a letter. (Unicode's own ceiling, the Stream-Safe Text Format of
+#: UAX #15, is 30 non-starters: a bound for buffers, not for what is readable.)
+MAX_COMBINING_MARKS = 8
 
 #: The emoji tag sequences Unicode recommends for general use (RGI_Emoji_Tag_Sequence of UTS #51's
 #: emoji-sequences.txt), by the subdivision code their tags spell.
@@ -129,6 +151,9 @@ EMOJI_MODIFIER = CodeSet.parse(ucd.EMOJI_MODIFIER)
 JOINS_AFTER = CodeSet.parse(ucd.JOINS_AFTER)
 JOINS_BEFORE = CodeSet.parse(ucd.JOINS_BEFORE)
 JOIN_TRANSPARENT = CodeSet.parse(ucd.JOIN_TRANSPARENT)
+#: Graphic characters that render blank (not white space, not default ignorable): see the module's rules.
+BLANK = CodeSet.parse(ucd.BLANK)
+COMBINING_MARK = CodeSet.parse(ucd.COMBINING_MARK)
 
 
 def _scripts() -> tuple[list[int], list[tuple[int, frozenset[str]]]]:
@@ -183,10 +208,12 @@ def _class(ranges: Iterable[tuple[int, int]]) -> re.Pattern[str]:
 
 #: Per policy: what is refused outright or allowed only in context (unassigned code points aside).
 _PATTERNS = {
-    STRICT: _class([*_ALWAYS, *_BREAKS, *BIDI_CONTROL.ranges, *DEFAULT_IGNORABLE.ranges]),
-    MULTILINE: _class([*_ALWAYS, *BIDI_CONTROL.ranges, *DEFAULT_IGNORABLE.ranges]),
+    STRICT: _class([*_ALWAYS, *_BREAKS, *BIDI_CONTROL.ranges, *DEFAULT_IGNORABLE.ranges, *BLANK.ranges]),
+    MULTILINE: _class([*_ALWAYS, *BIDI_CONTROL.ranges, *DEFAULT_IGNORABLE.ranges, *BLANK.ranges]),
     FREE: _class([*_ALWAYS, *_BREAKS]),
 }
+#: More than MAX_COMBINING_MARKS marks in a row (any policy).
+_STACKED = re.compile(_class(COMBINING_MARK.ranges).pattern + f"{{{MAX_COMBINING_MARKS + 1},}}")
 _ASCII = {
     STRICT: re.compile("[\x00-\x08\x0a-\x1f\x7f]"),
     MULTILINE: re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]"),
@@ -203,7 +230,22 @@ def suspect(value: str) -> bool:
     """Whether ``value`` holds a character the strict policy refuses or allows only in context (quick)."""
     if value.isascii():
         return _ASCII[STRICT].search(value) is not None
-    return _PATTERNS[STRICT].search(value) is not None or _unassigned_at(value) is not None
+    return (
+        _PATTERNS[STRICT].search(value) is not None
+        or _unassigned_at(value) is not None
+        or _STACKED.search(value) is not None
+    )
+
+
+def stacked_marks(value: str) -> tuple[int, int] | None:
+    """Where the first run of more than :data:`MAX_COMBINING_MARKS` combining marks starts, and its length.
+
+    :param value: The text.
+    """
+    if value.isascii():
+        return None
+    found = _STACKED.search(value)
+    return None if found is None else (found.start(), found.end() - found.start())
 
 
 def _unassigned_at(value: str) -> int | None:
@@ -317,6 +359,8 @@ def _kind(code: int) -> str:
         return "the unassigned code point"
     if code in FORMAT:
         return "the format character"
+    if code in BLANK:
+        return "the blank character"
     return "the invisible character"
 
 
@@ -332,6 +376,8 @@ def _hint(code: int, kind: str, multiline: bool) -> str:
     if kind == "the unassigned code point":
         version = unicodedata.unidata_version
         return f"no character is assigned to it in Unicode {version}, the version this Python knows"
+    if kind == "the blank character":
+        return "it renders as nothing, so the text looks empty or like other text with a space in it"
     if code in _CONTEXT_HINTS:
         return f"{_SHOWN}; {_CONTEXT_HINTS[code]}"
     if code in VARIATION_SELECTOR:
@@ -349,7 +395,15 @@ def text_problem(value: str, where: str, *, multiline: bool = False, free: bool 
     """
     found = find_refused(value, FREE if free else MULTILINE if multiline else STRICT)
     if found is None:
-        return None
+        stacked = stacked_marks(value)
+        if stacked is None:
+            return None
+        index, count = stacked
+        return (
+            f"{where} has {count} combining marks in a row at position {index}; at most "
+            f"{MAX_COMBINING_MARKS} may sit on one letter (stacked marks spill over the lines around them "
+            "in e-mails and PDFs; no writing system needs more)"
+        )
     index, code = found
     kind = _kind(code)
     return (

@@ -22,6 +22,23 @@ ODD_TEXT: dict[str, tuple[str, str]] = {
     "noncharacter": ("\uffff", "noncharacter U+FFFF"),
 }
 
+#: Text that renders blank or overflows: name -> (the text, words the refusal must hold). Not in
+#: ``ODD_TEXT``: the document's own content (prefill) may hold braille, whose space is U+2800.
+BLANK_OR_STACKED: dict[str, tuple[str, str]] = {
+    "braille blank": ("\u2800", "blank character U+2800"),
+    "braille blank only": ("\u2800\u2800\u2800", "blank character U+2800"),
+    "object replacement": ("\ufffc", "blank character U+FFFC"),
+    "200 stacked marks": ("Z" + "\u0301\u0316\u0337\u0489" * 50, "has 200 combining marks in a row"),
+}
+
+#: Names whose writing puts marks on letters, which must reach the service as typed.
+MARKED_NAMES = {
+    "Vietnamese": "Nguy\u1ec5n Th\u1ecb Ng\u1ecdc \u00c1nh",
+    "Vietnamese, decomposed": "Nguye\u0302\u0303n Thi\u0323 Ngo\u0323c A\u0301nh",
+    "Devanagari": "\u0936\u094d\u0930\u0940\u092e\u0924\u0940 \u0926\u0940\u092a\u093f\u0915\u093e",
+    "Thai": "\u0e20\u0e39\u0e21\u0e34\u0e1e\u0e25 \u0e19\u0e35\u0e49\u0e17\u0e35\u0e48",
+}
+
 #: A connection's secret as a template: rendered, it would be the API key.
 TEMPLATE_DATA = "{{ conn.docsign_default.password }}"
 

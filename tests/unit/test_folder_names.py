@@ -49,7 +49,7 @@ def test_names_the_service_takes(name: str) -> None:
         ("Legal \ue000", "character", "(category Co)"),
         ("Legal\u2028hold", "character", "the line separator U+2028"),
         ("Legal \u200f", "character", "the bidirectional control U+200F"),
-        ("Legal \u2800", "character", "U+2800 BRAILLE PATTERN BLANK"),
+        ("Legal \u2800", "character", "the blank character U+2800"),
         ("Le\u034fgal", "character", "U+034F"),
         ("Le\u3164gal", "character", "U+3164"),
         ("Legal \\u200b", "character", "escape sequence '\\\\u200b' at character 7"),

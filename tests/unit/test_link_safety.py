@@ -95,3 +95,25 @@ def test_script_mixes_that_uts39_allows() -> None:
     assert "Cyrillic" in mixed
     assert "Greek" in mixed
     assert "Latin" in mixed
+
+
+def test_every_check_bounds_its_own_input() -> None:
+    from airflow_provider_docsign.service.link_safety import MAX_LABEL_LENGTH, MAX_LINK_LENGTH, link_scheme
+
+    long_link = "https://example.com/" + "a" * MAX_LINK_LENGTH
+    for https_only in (True, False):
+        assert link_problem(long_link, https_only=https_only) == (
+            f"it is {len(long_link)} characters long; a link may hold at most {MAX_LINK_LENGTH}"
+        )
+    assert link_problem("https://example.com/" + "a" * (MAX_LINK_LENGTH - 20)) is None  # at the limit
+    assert link_scheme(long_link) is None
+    assert link_scheme("https://example.com/") == "https"
+    label = "a" * (MAX_LABEL_LENGTH + 1)
+    assert label_script_problem(label) == (
+        f"its host label {'a' * 40!r}... is {MAX_LABEL_LENGTH + 1} characters long; DNS allows at most 63"
+    )
+    assert label_script_problem("xn--" + "a" * 10_000) is not None
+    assert label_script_problem("a" * MAX_LABEL_LENGTH) is None
+    found = link_problem(f"https://{label}.example/")
+    assert found is not None
+    assert "DNS allows at most 63" in found

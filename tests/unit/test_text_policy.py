@@ -42,6 +42,7 @@ CLASSES: dict[str, tuple[list[int], str]] = {
         "the invisible character",
     ),
     "interlinear annotation": ([0xFFF9, 0xFFFA, 0xFFFB], "the format character"),
+    "blank": ([0x2800, 0xFFFC], "the blank character"),
     "control": ([0x00, 0x07, 0x0A, 0x0D, 0x1B, 0x1F, 0x7F, 0x85, 0x9B, 0x9F], "the control character"),
 }
 
