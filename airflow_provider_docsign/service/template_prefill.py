@@ -50,7 +50,17 @@ def _find_field(spec: Mapping[str, Any], template: Envelope) -> tuple[Field | No
     if len(hits) > 1:
         return None, f"label {label!r} matches {len(hits)} template fields; use 'id'"
     if not hits:
-        return None, f"label {label!r} matches no template field"
+        labels = sorted({field_label(f) for f in template.fields if field_label(f)})
+        known = (
+            f"the template's field labels are {', '.join(repr(x) for x in labels[:30])}"
+            + (f", and {len(labels) - 30} more" if len(labels) > 30 else "")
+            if labels
+            else "the template's fields have no labels: use 'id'"
+        )
+        return None, (
+            f"label {label!r} matches no template field; {known} "
+            f"(`docsign templates show {template.id}` shows every field)"
+        )
     return hits[0], ""
 
 

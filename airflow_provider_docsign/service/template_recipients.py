@@ -42,8 +42,27 @@ def _find_recipient(spec: Mapping[str, Any], template: Envelope) -> tuple[Recipi
     if len(hits) > 1:
         return None, f"placeholder {key!r} matches {len(hits)} template recipients; use 'id'"
     if not hits:
-        return None, f"placeholder {key!r} matches no template recipient's name or e-mail"
+        return None, (
+            f"placeholder {key!r} matches no template recipient's name or e-mail; {_what_matches(template)}"
+        )
     return hits[0], ""
+
+
+#: The most template recipients a refusal lists (the rest are in ``docsign templates show``).
+_LISTED = 20
+
+
+def _what_matches(template: Envelope) -> str:
+    """What a placeholder could name (each recipient's role, name and e-mail), and where to see them."""
+    show = f"`docsign templates show {template.id}` shows them"
+    if not template.recipients:
+        return f"the template has no recipients ({show})"
+    shown = []
+    for r in template.recipients[:_LISTED]:
+        said = " or ".join(repr(v) for v in (r.name, r.email) if v) or "no name or e-mail: use 'id'"
+        shown.append(f"id {r.id} {r.role or 'recipient'}: {said}")
+    more = f", and {len(template.recipients) - _LISTED} more" if len(template.recipients) > _LISTED else ""
+    return f"the template's recipients are {'; '.join(shown)}{more} ({show})"
 
 
 def map_recipients(recipients: Any, template: Envelope, problems: list[str]) -> list[dict[str, Any]]:

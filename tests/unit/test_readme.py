@@ -2,7 +2,10 @@
 
 Every Python sample compiles, uses only names it or an earlier sample of its page defines, and every
 DAG sample parses; every shell command shown is a Makefile target or a real command; the guides build
-with MkDocs in strict mode, and ``make help`` names every target.
+with MkDocs in strict mode, and ``make help`` names every target. The prose cannot drift either
+(tests/docs_check.py): wheel names carry the current version, every operator, exception, parameter and
+``make`` target a page names exists, and every guide is listed in the README, docs/index.md and
+mkdocs.yml alike.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from docs_check import docs_problems, guide_list_problems, name_problems, parameter_problems, wheel_problems
 from readme_check import (
     demo_output_problems,
     makefile_targets,
@@ -221,4 +225,60 @@ def test_a_stale_demo_output_line_is_caught() -> None:
     stale = README.read_text().replace("[demo] run state : success", "archive folder : .demo/archive/x")
     assert demo_output_problems(stale, DEMO.read_text()) == [
         "README demo output line 'archive folder : .demo/archive/x' matches nothing scripts/demo.py prints"
+    ]
+
+
+def test_the_docs_name_only_what_exists() -> None:
+    assert docs_problems() == []
+
+
+def test_an_old_wheel_name_is_caught() -> None:
+    from airflow_provider_docsign import __version__
+
+    page = "```bash\npip install dist/airflow_provider_docsign-0.2.0-py3-none-any.whl\n```\n"
+    assert wheel_problems(page, "docs/x.md") == [
+        "docs/x.md line 2: airflow_provider_docsign-0.2.0-py3-none-any.whl names version 0.2.0; "
+        f"`make dist` builds {__version__}"
+    ]
+    current = f"dist/airflow_provider_docsign-{__version__}-py3-none-any.whl and .tar.gz"
+    assert wheel_problems(current, "docs/x.md") == []
+    assert wheel_problems("airflow_provider_docsign-0.1.0.tar.gz", "p") != []
+
+
+def test_a_renamed_exception_or_operator_is_caught() -> None:
+    text = (ROOT / "docs" / "waiting.md").read_text()
+    assert name_problems(text, "docs/waiting.md") == []
+    renamed = text.replace("RecipientExpiredFailure", "DocsignRecipientExpiredFailure", 1)
+    [problem] = name_problems(renamed, "docs/waiting.md")
+    assert problem.endswith(": DocsignRecipientExpiredFailure is not defined in the package")
+    assert name_problems("use `DocsignPreviewFieldsOperator`", "p") == [
+        "p line 1: DocsignPreviewFieldsOperator is not defined in the package"
+    ]
+    assert name_problems("raises `ValueError`, `DocsignValidationError`", "p") == []
+
+
+def test_a_parameter_an_operator_does_not_take_is_caught() -> None:
+    page = (
+        "```python\nfrom airflow_provider_docsign.operators import DocsignCreateEnvelopeOperator\n\n"
+        'DocsignCreateEnvelopeOperator(task_id="c", titel="NDA", files=[], retries=2)\n```\n'
+    )
+    assert parameter_problems(page, "docs/x.md") == [
+        "docs/x.md line 4: DocsignCreateEnvelopeOperator takes no parameter 'titel'"
+    ]
+
+
+def test_a_guide_missing_from_a_list_is_caught() -> None:
+    readme = (ROOT / "README.md").read_text()
+    index = (ROOT / "docs" / "index.md").read_text()
+    mkdocs = (ROOT / "mkdocs.yml").read_text()
+    guides = sorted(p.name for p in GUIDES if p.name != "index.md")
+    assert guide_list_problems(readme, index, mkdocs, guides) == []
+    without_ui = "\n".join(line for line in index.splitlines() if "(ui.md)" not in line)
+    assert guide_list_problems(readme, without_ui, mkdocs, guides) == [
+        "docs/index.md does not list the guide docs/ui.md"
+    ]
+    assert guide_list_problems(readme, index, mkdocs, [*guides, "new.md"]) == [
+        "README.md does not list the guide docs/new.md",
+        "docs/index.md does not list the guide docs/new.md",
+        "mkdocs.yml does not list the guide docs/new.md",
     ]

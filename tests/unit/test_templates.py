@@ -238,3 +238,22 @@ def test_email_is_stripped_once_and_sent_stripped() -> None:
         _template(), recipients=[{"id": CUSTOMER, "email": "  buyer@peer.test \t", "name": "Buyer"}]
     )
     assert payload["recipients"][0]["email"] == "buyer@peer.test"
+
+
+def test_a_placeholder_or_label_that_matches_nothing_lists_what_would() -> None:
+    template = _template()
+    problems = _problems(
+        recipients=[{"placeholder": "Provider", "email": "a@b.test", "name": "A"}, *_customer()],
+        prefill_fields={"compnay": "ACME"},
+    )
+    [recipient] = [p for p in problems if "placeholder 'Provider'" in p]
+    assert recipient.startswith(
+        "recipients[0]: placeholder 'Provider' matches no template recipient's name or e-mail; "
+        "the template's recipients are id 2265 SIGNER: 'Customer'"
+    ), recipient
+    for r in template.recipients:
+        assert f"id {r.id} {r.role}: {r.name!r}" in recipient
+    assert recipient.endswith(f"(`docsign templates show {template.id}` shows them)")
+    [label] = [p for p in problems if "label 'compnay'" in p]
+    assert "matches no template field; the template's field labels are 'amount', 'company'" in label
+    assert label.endswith(f"(`docsign templates show {template.id}` shows every field)")
