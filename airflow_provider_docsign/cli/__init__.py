@@ -1,9 +1,9 @@
 """The ``docsign`` command: one entry point, one module per subcommand.
 
-``docsign verify``, ``docsign templates show``, ``docsign preview``, ``docsign sandbox`` and
-``docsign webhooks check``. Each subcommand module has ``register(subparsers)``, which adds its parser
-and sets ``func`` to a ``run(args) -> int``. This package is the only place that prints and exits;
-the modules it calls return values or raise.
+``docsign verify``, ``docsign templates show``, ``docsign preview``, ``docsign sandbox``,
+``docsign webhooks check`` and ``docsign moved-imports``. Each subcommand module has
+``register(subparsers)``, which adds its parser and sets ``func`` to a ``run(args) -> int``. This
+package is the only place that prints and exits; the modules it calls return values or raise.
 
 May import: anything in the package (it is the top of the command line's face). Nothing below the
 face imports it; ``python -m`` entry modules (``sandbox/__main__``, ``preview/__main__``) call it.
@@ -30,7 +30,7 @@ from airflow_provider_docsign.cli._common import (
 from airflow_provider_docsign.exceptions import DocsignError
 
 #: Subcommand modules, in the order ``docsign --help`` lists them.
-SUBCOMMANDS = ("verify", "templates", "preview", "sandbox", "webhooks")
+SUBCOMMANDS = ("verify", "templates", "preview", "sandbox", "webhooks", "moved_imports")
 
 _EPILOG = """examples:
   docsign verify archive/env_123/contract.pdf
@@ -39,6 +39,7 @@ _EPILOG = """examples:
   docsign preview payload.json contract.pdf -o preview/
   docsign sandbox --port 8799 --data-dir /tmp/sandbox --api-key api_dev
   docsign webhooks check https://airflow.example.com:8090/docsign
+  docsign moved-imports $AIRFLOW_HOME/dags
 
 exit status: 0 ok, 1 a check failed, 2 unusable input or set-up (a wrong argument included); --debug
 adds the traceback of a failure, never another exit status."""
