@@ -91,7 +91,12 @@ def get_provider_info() -> dict[str, Any]:
                 ],
             }
         ],
-        "extra-links": ["airflow_provider_docsign.operators.links.DocsignEnvelopeLink"],
+        # The link's 0.2 path too: a DAG serialized by 0.2 on Airflow 2.11 names the class by that path,
+        # and Airflow drops every extra link of a task whose link class is not registered.
+        "extra-links": [
+            "airflow_provider_docsign.operators.links.DocsignEnvelopeLink",
+            "airflow_provider_docsign.links.DocsignEnvelopeLink",
+        ],
         "notifications": ["airflow_provider_docsign.notifications.docsign.DocsignNotifier"],
         # One URI scheme for envelopes, templates and webhook events (airflow_provider_docsign.assets):
         # `asset-uris` is read by Airflow 3, `dataset-uris` by 2.11 (each ignores the other's key).

@@ -100,8 +100,9 @@ class _AliasLoader(importlib.abc.Loader):
             f"{_PACKAGE}.{self.old} moved to {_PACKAGE}.{self.new} in 0.3; "
             f"the old path goes in {REMOVED_IN}: import {_PACKAGE}.{self.new}"
         )
-        warnings.warn(message, DeprecationWarning, stacklevel=2)
-        _log_once(f"{_PACKAGE}.{self.old}", message)
+        if not _airflow_imports():
+            warnings.warn(message, DeprecationWarning, stacklevel=2)
+            _log_once(f"{_PACKAGE}.{self.old}", message)
         return importlib.import_module(f"{_PACKAGE}.{self.new}")
 
     def exec_module(self, module: ModuleType) -> None:
@@ -181,6 +182,19 @@ def _importer() -> str | None:
             return f"{name} line {frame.f_lineno}"
         frame = frame.f_back  # type: ignore[assignment]
     return None
+
+
+def _airflow_imports() -> bool:
+    """Whether Airflow itself asked for the old path, not a DAG.
+
+    The 0.2 path of the extra link, which ``get_provider_info`` registers so that a DAG serialized by
+    0.2 keeps its link, is imported by the providers manager and the deserializer: no one can act on a
+    warning there.
+    """
+    airflow = sys.modules.get("airflow")
+    roots = tuple(os.path.abspath(p) + os.sep for p in getattr(airflow, "__path__", ()))
+    where = _importer()
+    return bool(roots and where and os.path.abspath(where.rsplit(" line ", 1)[0]).startswith(roots))
 
 
 def _log_once(old: str, message: str) -> None:
