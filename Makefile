@@ -157,7 +157,11 @@ bench-distributed: install
 bench-bulk: install
 	$(VENV)/bin/python bench/bench_bulk.py
 
-stack: install
+# The same pre-flight as `make test` (without Chromium), before the venv: it installs PostgreSQL and
+# Redis from Debian as root or with passwordless sudo, or stops in one line naming them and the command.
+stack:
+	$(PYTHON) scripts/stack.py preflight --install --for "make stack" >/dev/null || exit $$?
+	make --no-print-directory install
 	$(VENV)/bin/python scripts/stack.py up
 
 stack-down:

@@ -25,7 +25,8 @@ stops everything started so far. The tests (``-m distributed``) use the same :cl
 library only, so it runs before any venv exists): it checks PostgreSQL, Redis and Chromium, installs
 the missing ones with one ``apt-get install`` when root or with passwordless sudo, and prints the
 ``export`` lines (``DOCSIGN_CHROMIUM``, the browser the tests drive); otherwise it exits 2 naming what
-is missing, the install command and ``make test-core``.
+is missing, the install command and ``make test-core``. ``make stack`` runs the same pre-flight with
+``--install --for "make stack"`` (no Chromium), whose refusal is one line: the packages and the command.
 
 The parts, one job each, next to this command line: ``stack_preflight.py`` (the pre-flight),
 ``stack_layout.py`` (ports, addresses, environments, connections) and ``stack_processes.py`` (the
@@ -150,10 +151,10 @@ def up() -> int:
     return 0
 
 
-def check(install: bool, browser: bool) -> int:
+def check(install: bool, browser: bool, what: str = "make test") -> int:
     """``preflight``: print the ``export`` lines of the prerequisites, or one message and exit 2."""
     try:
-        found = ensure(browser=browser, install=install)
+        found = ensure(browser=browser, install=install, what=what)
     except StackError as exc:
         print(exc, file=sys.stderr)
         return 2
@@ -171,9 +172,15 @@ def main(argv: list[str] | None = None) -> int:
         help="preflight: install what is missing with apt-get when root or with passwordless sudo",
     )
     parser.add_argument("--browser", action="store_true", help="preflight: Chromium is needed too")
+    parser.add_argument(
+        "--for",
+        dest="what",
+        default="make test",
+        help="preflight: the target that asks, named in its messages (make test, make stack)",
+    )
     args = parser.parse_args(argv)
     if args.command == "preflight":
-        return check(args.install, args.browser)
+        return check(args.install, args.browser, args.what)
     return up() if args.command == "up" else down()
 
 

@@ -1,4 +1,4 @@
-"""``make test``'s pre-flight: where the stack's system binaries are, installing the missing ones.
+"""The pre-flight of ``make test`` and ``make stack``: where the system binaries are; installs the rest.
 
 Standard library only: ``python3 scripts/stack.py preflight`` runs it with the system Python, before
 any venv exists. It finds Debian's PostgreSQL, ``redis-server`` and Chromium; :func:`ensure` installs
@@ -149,27 +149,36 @@ def _installer() -> list[str] | None:
 
 
 def ensure(browser: bool = True, install: bool = True, what: str = "make test") -> Prerequisites:
-    """``make test``'s pre-flight: find the prerequisites, installing the missing ones when it can.
+    """The pre-flight of ``make test`` and ``make stack``: find the prerequisites, install what is missing.
 
     As root or with passwordless sudo the missing Debian packages are installed with one
     ``apt-get install`` (after ``apt-get update``), saying so in one line. Otherwise, within seconds,
-    :class:`StackError` names exactly what is missing, the command that installs it, and
-    ``make test-core`` (every test but the ``distributed`` group) as the offline alternative.
+    :class:`StackError` names exactly what is missing and the command that installs it: for
+    ``make test`` also ``make test-core`` (every test but the ``distributed`` group) as the offline
+    alternative; for any other target (``make stack``) in one line.
     apt-get's output goes to :data:`APT_LOG`.
+
+    :param what: The target that asks (``"make test"``, ``"make stack"``), named in every line.
     """
     missing = missing_packages(browser)
     if not missing:
         return preflight(browser)
     prefix = _installer() if install else None
-    if prefix is None:
+    tests = what == "make test"
+    if prefix is None and tests:
         raise StackError(
             f"{what}: the distributed tests need {_names(missing)} (Debian packages), not installed here.\n"
             f"  Install: {apt_hint(missing)}\n"
             "  Or run every other test without them: make test-core"
         )
+    if prefix is None:
+        raise StackError(
+            f"{what}: needs {_names(missing)} (Debian packages), not installed here, and cannot install them "
+            f"without root or passwordless sudo; install them with: {apt_hint(missing)}"
+        )
     print(
-        f"[{what}] installing {' '.join(missing)} from Debian with apt-get, for the distributed tests "
-        f"(log: {APT_LOG})",
+        f"[{what}] installing {' '.join(missing)} from Debian with apt-get, "
+        f"{'for the distributed tests' if tests else 'for the stack'} (log: {APT_LOG})",
         file=sys.stderr,
         flush=True,
     )

@@ -142,3 +142,61 @@ def test_the_command_line_refuses_before_starting_anything(tmp_path: Path) -> No
     assert result.returncode != 0
     assert "postgresql and redis-server are not installed" in result.stderr
     assert "sudo apt-get install -y postgresql redis-server" in result.stderr
+
+
+def test_make_stack_without_root_stops_in_one_line_naming_the_packages_and_the_command(bare: Path) -> None:
+    _install_all(bare)
+    (bare / "bin" / "redis-server").unlink()
+    env = {"PATH": str(bare / "bin"), "HOME": str(bare), "DOCSIGN_POSTGRESQL_ROOT": str(bare / "postgresql")}
+    result = subprocess.run(  # no --install: as a user without root or passwordless sudo
+        [sys.executable, str(SCRIPT), "preflight", "--for", "make stack"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "make stack: needs redis-server (Debian packages), not installed here, and cannot install them "
+        "without root or passwordless sudo; install them with: sudo apt-get update && sudo apt-get install "
+        "-y redis-server"
+    ]
+
+
+def test_make_stack_as_root_installs_what_it_needs_as_make_test_does(
+    stack: ModuleType, bare: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _install_all(bare)
+    (bare / "bin" / "redis-server").unlink()
+    (bare / "bin" / "chromium").unlink()  # make stack needs no browser: not installed
+    commands: list[list[str]] = []
+
+    def apt_get(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+        commands.append(cmd)
+        if cmd[:2] == ["apt-get", "install"]:
+            _executable(bare / "bin", "redis-server")
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(stack.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(stack.subprocess, "run", apt_get)
+    monkeypatch.setattr(sys.modules[stack.ensure.__module__], "APT_LOG", bare / "apt.log")
+    found = stack.ensure(browser=False, install=True, what="make stack")
+    assert commands == [["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "redis-server"]]
+    assert found.redis == str(bare / "bin" / "redis-server")
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("[make stack] installing redis-server from Debian with apt-get, for the stack")
+
+
+def test_the_makefile_runs_the_pre_flight_before_make_stack_installs_anything() -> None:
+    shown = subprocess.run(
+        ["make", "--no-print-directory", "-n", "stack"],
+        cwd=SCRIPT.parents[1],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.splitlines()
+    assert 'scripts/stack.py preflight --install --for "make stack"' in shown[0]
+    assert shown.index("make --no-print-directory install") == 1
+    assert shown[-1].endswith("scripts/stack.py up")
