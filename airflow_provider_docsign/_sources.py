@@ -11,6 +11,7 @@ storage (``s3://``, an ``ObjectStoragePath``) loads it only when such a source i
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import re
@@ -123,6 +124,54 @@ def open_regular_file(
     except BaseException:
         os.close(fd)
         raise
+
+
+def open_confined(root: str | os.PathLike[str], path: str | os.PathLike[str]) -> IO[bytes]:
+    """Open ``path`` for reading only if it lies in ``root``, checked on the descriptors as it is opened.
+
+    ``root`` is resolved once; ``path`` (which must lie under it, as a check made earlier found) is
+    then opened one component at a time from the root's descriptor (``openat``), every folder with
+    ``O_NOFOLLOW | O_DIRECTORY`` and the file with ``O_NOFOLLOW | O_NONBLOCK``, and the file is checked
+    to be a regular file on its descriptor. A folder or file swapped for a symbolic link after the
+    earlier check is refused here (``OutsideFolderError``), never followed: what is read is inside.
+
+    :param root: The folder the file must stay in.
+    :param path: The file (absolute, or relative to ``root``).
+    :raises OutsideFolderError: When ``path`` leaves ``root`` or a component is a symbolic link now.
+    :raises NotARegularFileError: For a FIFO, a device, a socket or a directory.
+    """
+    text = os.fspath(path)
+    base = os.path.realpath(os.fspath(root))
+    full = os.path.normpath(text if os.path.isabs(text) else os.path.join(base, text))
+    if not _is_inside(full, base) or full == base:
+        raise OutsideFolderError(text, base, full)
+    parts = os.path.relpath(full, base).split(os.sep)
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    cloexec = getattr(os, "O_CLOEXEC", 0)
+    folder_flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | nofollow | cloexec
+    file_flags = os.O_RDONLY | nofollow | cloexec | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(base, folder_flags)
+    try:
+        for depth, part in enumerate(parts):
+            last = depth == len(parts) - 1
+            try:
+                child = os.open(part, file_flags if last else folder_flags, dir_fd=fd)
+            except OSError as err:
+                if err.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                    where = os.path.join(base, *parts[: depth + 1])
+                    raise OutsideFolderError(text, base, f"{where}, a symbolic link now") from None
+                raise
+            os.close(fd)
+            fd = child
+        _refuse_unless_regular(text, os.fstat(fd).st_mode)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        stream = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    stream.raw.name = full  # type: ignore[attr-defined]  # the name a message and the upload show
+    return stream
 
 
 def is_local_path(value: Any) -> bool:

@@ -13,9 +13,10 @@ What this DAG shows:
   Lines to ``work_dir`` (any ``ObjectStoragePath`` URL such as ``s3://bucket/campaigns``, or a local
   directory). A real campaign would query a warehouse here;
 * ``send_campaign`` (:class:`DocsignBulkSendOperator`) checks every row first, then sends one envelope
-  per row from the template, one request each, exactly once even if the task is retried or its worker
-  killed, and writes a result table beside the rows (``row_key``, ``external_id``, ``envelope_id``,
-  ``status``, ``error``, ``attempts``, ``sent_at``). Its XCom holds counts and the table's URI;
+  per row from the template, one request each, exactly once even if the task is retried, its worker
+  killed or the DAG triggered again, and writes a result table beside the rows (``row_key``,
+  ``external_id``, ``envelope_id``, ``status``, ``error``, ``attempts``, ``sent_at``). Its XCom holds
+  counts and the table's URI;
 * ``wait_for_signatures`` is one deferrable sensor on the result table: it waits until every sent
   envelope has ended (signed, rejected, cancelled, or its link expired) in the triggerer, 20 per
   request per poll, with no worker slot held while people sign, and succeeds unless more than
@@ -26,7 +27,15 @@ What this DAG shows:
   XCom) and those already archived if it runs again;
 * ``report`` writes ``report.json`` beside the result table: the counts of the send and the archive.
 
-Configuration: the ``docsign_default`` connection, the params ``customers``, ``work_dir`` and
+**One campaign, however often it is triggered.** ``campaign`` (a param, default ``contract-renewals``)
+is the campaign's id, the first part of every envelope's ``externalId``. Triggered twice at once (a
+double click on *Trigger*, two REST calls) or once more after it finished, the DAG sends each customer
+one envelope: the second run waits for the first's lease, then finds every envelope at the service and
+adopts it (its result table says ``sent``, with the same envelope ids). Each run keeps its own folder
+(``campaigns/<run id>/``); the lease is the campaign's, not the folder's. To send the same customers a
+new contract, trigger it with a new word: ``{"campaign": "contract-renewals-2028"}``.
+
+Configuration: the ``docsign_default`` connection, the params ``campaign``, ``customers``, ``work_dir`` and
 ``archive_dir`` (defaults from ``$DOCSIGN_EXAMPLE_WORK_DIR`` / ``$DOCSIGN_EXAMPLE_ARCHIVE_DIR``) and
 ``$DOCSIGN_EXAMPLE_POKE_INTERVAL`` (seconds, default 60).
 """
@@ -127,6 +136,13 @@ with DAG(
     tags=["docsign", "example", "bulk"],
     default_args={"retries": 2, "retry_delay": timedelta(seconds=10)},
     params={
+        "campaign": Param(
+            "contract-renewals",
+            type="string",
+            pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$",
+            description="The campaign's id: the same word never contacts a customer twice; a new word "
+            "sends a new campaign over the same customers.",
+        ),
         "customers": Param(
             DEFAULT_CUSTOMERS,
             type="array",
@@ -181,6 +197,7 @@ with DAG(
         task_id="send_campaign",
         rows=selection["rows"],
         result_table=selection["result_table"],
+        campaign_id="{{ params.campaign }}",  # one campaign for every run: a new word for a new one
         template_id="{{ ti.xcom_pull(task_ids='setup_template')['template_id'] }}",
         recipients=[{"placeholder": "Customer", "email": "{email}", "name": "{name}"}],
         prefill_fields={"company": "{company}"},

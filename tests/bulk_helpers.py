@@ -132,3 +132,21 @@ def stopped_campaign(
     assert not result.exists()  # a stopped try writes no result table
     pushed: dict[str, Any] = context["ti"].pushed[STOPPED_XCOM_KEY]
     return pushed
+
+
+def use_lease_dir(monkeypatch: pytest.MonkeyPatch, folder: Path, sandbox: SandboxServer) -> Path:
+    """Leases in ``folder``, a 0.2 s heartbeat and a 1 s read timeout: a stale period of 3.4 s."""
+    from helpers import conn_json
+
+    monkeypatch.setenv("AIRFLOW__DOCSIGN__CAMPAIGN_LEASE_DIR", str(folder))
+    monkeypatch.setenv("AIRFLOW__DOCSIGN__CAMPAIGN_LEASE_HEARTBEAT", "0.2")
+    monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_DEFAULT", conn_json(sandbox, timeout=[5, 1]))
+    return folder
+
+
+def lease_path(folder: Path, sandbox: SandboxServer, campaign: str) -> Path:
+    """The lease file of ``campaign`` at ``sandbox`` in the lease folder."""
+    from airflow_provider_docsign.bulk.lease import lease_name
+    from airflow_provider_docsign.bulk.store import service_identity
+
+    return folder / lease_name(campaign, service_identity(sandbox.base_url))

@@ -91,16 +91,24 @@ def unsigned_entry(envelope: Envelope) -> dict[str, Any]:
     :return: ``{"envelope_id", "status", "reason"}``; ``reason`` joins the recipients' rejection
         reasons (``None`` when no recipient gave one), each cut to 500 characters.
     """
+    from airflow_provider_docsign.service.expiry import expired_recipients, mask_email
+
+    status = str(getattr(envelope.status, "value", envelope.status)) if envelope.status is not None else None
     reasons = [
         f"recipient {r.id}: {' '.join(r.rejection_reason.split())[:_MAX_REASON]}"
         for r in envelope.recipients
         if r.rejection_reason
     ]
-    return {
-        "envelope_id": envelope.id,
-        "status": str(envelope.status) if envelope.status is not None else None,
-        "reason": "; ".join(reasons) or None,
-    }
+    if status == "REJECTED":
+        reasons = [f"rejected by {'; '.join(reasons)}"] if reasons else ["rejected (no reason given)"]
+    elif status == "PENDING":
+        # As the wait says it: whose signing link expired, and when (the e-mail masked).
+        reasons += [
+            f"signing link of recipient {r.id} ({r.role or 'unknown role'}, {mask_email(r.email)}) "
+            f"expired at {r.expires_at}"
+            for r in expired_recipients(envelope.recipients)
+        ]
+    return {"envelope_id": envelope.id, "status": status, "reason": "; ".join(reasons) or None}
 
 
 @dataclass

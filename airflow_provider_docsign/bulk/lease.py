@@ -1,13 +1,20 @@
-"""One owner at a time: a campaign's lease, kept beside its checkpoint.
+"""One owner at a time: a campaign's lease, one per campaign and service, wherever its tables are.
 
-Before a try sends anything it takes its campaign's lease: a small JSON file in the result table's
-folder, named after the campaign id (``.docsign-campaign-<digest>.lease.json``), so every result table
-of the campaign in that folder shares it. The record holds the owner (an id unique to the try, with its
-host, process and task) and its heartbeat, renewed every :data:`BEAT_SECONDS` by a background thread
-while the try runs. A second try that finds a fresh heartbeat of another owner fails at once, naming
-that owner and its last beat. A heartbeat older than ``stale_after`` (the connection's read timeout plus
-a margin, as a resume already waits before it looks up rows in flight) belongs to a dead try: the lease
-is taken over, and that is logged.
+Before a try sends anything it takes its campaign's lease: a small JSON file named after the service
+(the connection's base URL) and the campaign id (``.docsign-campaign-<digest>.lease.json``), kept in
+one place for every campaign, whatever result table a try names: ``[docsign] campaign_lease_dir``
+(see :func:`~airflow_provider_docsign.bulk.store.lease_folder`), a local folder by default, an object
+store or a shared path for workers on many machines. The record holds the owner (an id unique to the
+try, with its host, process and task) and its heartbeat, renewed every ``beat`` seconds by a
+background thread while the try runs. A second try that finds a fresh heartbeat of another owner
+waits, at most one stale period and saying why, and takes the lease when it is given back or goes
+stale; an owner still beating after that is named in the error. A heartbeat older than
+``stale_after`` belongs to a dead try, and one more than ``stale_after`` in the future to a clock
+that cannot be believed: either is taken over, and that is logged.
+
+On a local disk the lease is opened only as a regular file with one link (checked on the open
+descriptor, not followed if it is a symbolic link): a hard link at its path cannot turn the lease's
+writes against another file.
 
 Every change is a read, a decision and a conditional write:
 
@@ -34,6 +41,7 @@ import math
 import os
 import secrets
 import socket
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -44,7 +52,14 @@ from typing import Any
 from airflow_provider_docsign.archive.store import is_local, quiet_upath, uri_of
 from airflow_provider_docsign.exceptions import DocsignError
 
-__all__ = ["BEAT_SECONDS", "CampaignLease", "LeaseHeldError", "LeaseLostError", "lease_name"]
+__all__ = [
+    "BEAT_SECONDS",
+    "CampaignLease",
+    "LeaseHeldError",
+    "LeaseLostError",
+    "LeaseRefusedError",
+    "lease_name",
+]
 
 #: How often the owner renews its heartbeat (seconds).
 BEAT_SECONDS = 10.0
@@ -61,9 +76,18 @@ class LeaseLostError(DocsignError):
     """The lease was taken over while this try ran (its heartbeat went stale): it must stop sending."""
 
 
-def lease_name(campaign_id: str) -> str:
-    """The lease file's name for ``campaign_id`` (a digest: campaign ids may hold any character)."""
-    digest = hashlib.sha256(campaign_id.encode("utf-8")).hexdigest()[:24]
+class LeaseRefusedError(DocsignError):
+    """The lease file is not one a try may write (a symbolic link, a hard link, not a regular file)."""
+
+
+def lease_name(campaign_id: str, service: str = "") -> str:
+    """The lease file's name for ``campaign_id`` at ``service`` (a digest: ids may hold any character).
+
+    :param campaign_id: The campaign.
+    :param service: The service's identity (its base URL, without credentials); ``""`` for none.
+    """
+    text = f"{service}\n{campaign_id}" if service else campaign_id
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
     return f".docsign-campaign-{digest}.lease.json"
 
 
@@ -97,12 +121,17 @@ def _parse(data: bytes | None) -> _Record | None:
 class CampaignLease:
     """The lease of one campaign in the folder of its result table.
 
-    :param folder: The result table's folder: a local ``Path`` or an ``ObjectStoragePath``.
+    :param folder: The folder of leases: a local ``Path`` or an ``ObjectStoragePath``.
     :param campaign_id: The campaign.
     :param describe: Who this try is, for the other tries' errors (task, try number, host, pid).
     :param stale_after: Seconds after its last beat when a lease counts as abandoned.
-    :param log: Where takeovers and the best-effort warning go.
+    :param log: Where takeovers, waits and warnings go.
     :param clock: Wall-clock seconds (the heartbeat is compared across machines).
+    :param service: The service's identity (the connection's base URL): a campaign's lease is one per
+        service.
+    :param beat: Seconds between two heartbeats (default :data:`BEAT_SECONDS`).
+    :param wait: Seconds a try waits for a fresh lease of another owner before it fails (default:
+        ``stale_after``, long enough for a dead owner's lease to go stale).
     """
 
     def __init__(
@@ -114,10 +143,16 @@ class CampaignLease:
         stale_after: float,
         log: Any,
         clock: Callable[[], float] = time.time,
+        service: str = "",
+        beat: float = BEAT_SECONDS,
+        wait: float | None = None,
     ) -> None:
         self.campaign_id = campaign_id
+        self.service = service
+        self.beat = beat
+        self.wait = stale_after if wait is None else wait
         with quiet_upath():
-            self.path = folder / lease_name(campaign_id)
+            self.path = folder / lease_name(campaign_id, service)
         self.owner = f"{secrets.token_hex(8)}"
         self.describe = f"{describe} on {socket.gethostname()} pid {os.getpid()}"
         self.stale_after = stale_after
@@ -137,8 +172,29 @@ class CampaignLease:
     # -- taking, renewing, giving back -------------------------------------------------------------
 
     def acquire(self) -> None:
-        """Take the lease, or raise :class:`LeaseHeldError` naming the owner whose beat is fresh."""
-        self._update(self._take)
+        """Take the lease, waiting for a fresh one of another owner at most :attr:`wait` seconds.
+
+        :raises LeaseHeldError: naming the owner, when its heartbeat stayed fresh all that time.
+        """
+        deadline = time.monotonic() + self.wait
+        pause = min(max(self.beat / 2, 0.05), 5.0)
+        waiting = False
+        while True:
+            try:
+                self._update(self._take)
+                break
+            except LeaseHeldError as err:
+                if time.monotonic() >= deadline:
+                    raise
+                if not waiting:
+                    waiting = True
+                    self.log.info(
+                        "Waiting up to %.0fs for the lease of campaign %r: %s",
+                        self.wait,
+                        self.campaign_id,
+                        getattr(err, "holder", err),
+                    )
+                time.sleep(min(pause, max(deadline - time.monotonic(), 0.0)))
         self._thread = threading.Thread(target=self._beat_loop, name="docsign-campaign-lease", daemon=True)
         self._thread.start()
 
@@ -146,7 +202,7 @@ class CampaignLease:
         """Stop the heartbeat and give the lease back (when it is still ours)."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=BEAT_SECONDS + 5)
+            self._thread.join(timeout=self.beat + 5)
         with contextlib.suppress(LeaseLostError, OSError):
             self._update(self._give_back)
 
@@ -168,6 +224,7 @@ class CampaignLease:
         body = {
             "version": _VERSION,
             "campaign_id": self.campaign_id,
+            "service": self.service,
             "owner": self.owner,
             "describe": self.describe,
             "beat": self._clock(),
@@ -179,14 +236,30 @@ class CampaignLease:
         now = self._clock()
         if current is not None and current.owner not in (None, self.owner):
             age = now - current.beat
+            if -age > self.stale_after:
+                self.log.warning(
+                    "The lease of campaign %r names %s with a heartbeat %.0fs in the future (more than the "
+                    "%.0fs stale period): a clock problem (a skewed clock on that worker, or a forged "
+                    "record), so it is not believed fresh; taking it over. Check the clocks (NTP) of the "
+                    "workers",
+                    self.campaign_id,
+                    current.describe,
+                    -age,
+                    self.stale_after,
+                )
+                return self._mine()
             if age < self.stale_after:
                 when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(current.beat))
-                raise LeaseHeldError(
+                holder = (
                     f"campaign {self.campaign_id!r} is being sent by another try ({current.describe}; "
-                    f"last heartbeat {when}, {max(age, 0.0):.0f}s ago, stale after {self.stale_after:.0f}s): "
-                    f"this try sent nothing. Wait for it to end, or, if it is dead, retry after its lease "
-                    f"goes stale ({self.uri})"
+                    f"last heartbeat {when}, {max(age, 0.0):.0f}s ago, stale after {self.stale_after:.0f}s)"
                 )
+                error = LeaseHeldError(
+                    f"{holder}: this try waited {self.wait:.0f}s and sent nothing. Wait for it to end, or, "
+                    f"if it is dead, retry after its lease goes stale ({self.uri})"
+                )
+                error.holder = holder  # type: ignore[attr-defined]
+                raise error
             self.log.warning(
                 "Taking over the lease of campaign %r from %s: its last heartbeat is %.0fs old (stale after "
                 "%.0fs), so it is not running any more",
@@ -209,11 +282,17 @@ class CampaignLease:
     def _give_back(self, current: _Record | None) -> bytes | None:
         if current is None or current.owner != self.owner:
             return None
-        body = {"version": _VERSION, "campaign_id": self.campaign_id, "owner": None, "beat": self._clock()}
+        body = {
+            "version": _VERSION,
+            "campaign_id": self.campaign_id,
+            "service": self.service,
+            "owner": None,
+            "beat": self._clock(),
+        }
         return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
     def _beat_loop(self) -> None:
-        while not self._stop.wait(BEAT_SECONDS):
+        while not self._stop.wait(self.beat):
             try:
                 self._update(self._renew)
             except LeaseLostError as err:
@@ -238,11 +317,25 @@ class CampaignLease:
 
         path: Path = self.path
         path.parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        flags |= getattr(os, "O_NONBLOCK", 0)  # a FIFO at the path is refused below, never waited on
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
-            fd = os.open(path, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))
+            fd = os.open(path, flags)
         try:
+            info = os.fstat(fd)  # on the descriptor: what was opened, not what the path names now
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+                what = (
+                    f"has {info.st_nlink} links (a hard link to another file)"
+                    if stat.S_ISREG(info.st_mode)
+                    else "is not a regular file"
+                )
+                raise LeaseRefusedError(
+                    f"the lease of campaign {self.campaign_id!r} ({path}) {what}: it was not written, and "
+                    "this try sent nothing. Remove that path (an administrator's job: the lease folder "
+                    "is [docsign] campaign_lease_dir) and run the task again"
+                )
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield fd
         finally:
@@ -262,8 +355,9 @@ class CampaignLease:
                 os.fsync(fd)
         except OSError as err:
             if err.errno == errno.ELOOP:
-                raise DocsignError(
-                    f"the campaign's lease {self.path} is a symbolic link: remove it"
+                raise LeaseRefusedError(
+                    f"the campaign's lease {self.path} is a symbolic link: it was not followed, and this "
+                    "try sent nothing. Remove that link and run the task again"
                 ) from None
             raise
 

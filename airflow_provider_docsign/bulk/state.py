@@ -225,20 +225,28 @@ class CampaignState:
                 f"the checkpoint belongs to campaign {campaign[:200]!r}, not {self.campaign_id!r}: give "
                 "this campaign its own result table"
             )
-        index = {r.key: i for i, r in enumerate(self.rows) if r.key is not None}
-        seen: set[str] = set()
-        for key, state, envelope_id, error, attempts, sent_at, digest in checked:
+        index: dict[str, int] = {}
+        for n, r in enumerate(self.rows):
+            if r.key is not None and r.state != INVALID:  # a repeated key's later rows are invalid
+                index.setdefault(r.key, n)
+        seen: dict[str, Entry] = {}
+        for entry in checked:
+            key, state, envelope_id, error, attempts, sent_at, digest = entry
             if key in seen:
-                raise CheckpointError(f"the checkpoint has row {key!r} twice")
-            seen.add(key)
-            i = index.get(key)
-            if i is None:
+                if seen[key][1:3] == entry[1:3]:
+                    continue  # written twice with the same state and envelope (0.3.x did): one row
+                raise CheckpointError(
+                    f"the checkpoint has row {key!r} twice, with different envelopes or states"
+                )
+            seen[key] = entry
+            found = index.get(key)
+            if found is None:
                 self.dropped += 1
                 continue
-            row = self.rows[i]
+            row = self.rows[found]
             row.state, row.envelope_id, row.error = state, envelope_id, error
             row.attempts, row.sent_at, row.digest = attempts, sent_at, digest
-            now_digest = self.digests[i] if self.digests is not None else None
+            now_digest = self.digests[found] if self.digests is not None else None
             if state in (SENT, CREATED) and digest and now_digest and digest != now_digest:
                 row.note = "the row changed after its envelope was made: not sent again"
                 row.digest = digest
@@ -252,7 +260,7 @@ class CampaignState:
         :param external_id: ``key -> externalId``.
         """
         for row in self.rows:
-            if row.key is None:
+            if row.key is None or row.state == INVALID:  # never sent: a repeated key's envelope is not its
                 continue
             matches = found.get(external_id(row.key), ())
             if len(matches) > 1:

@@ -16,7 +16,16 @@ from typing import Any
 from airflow_provider_docsign._sources import local_path_of, to_path_like
 from airflow_provider_docsign.archive.store import Store, uri_of
 
-__all__ = ["CHECKPOINT_SUFFIX", "CheckpointFile", "resolve_path", "static_uri"]
+__all__ = [
+    "CHECKPOINT_SUFFIX",
+    "CheckpointFile",
+    "default_lease_dir",
+    "lease_beat",
+    "lease_folder",
+    "resolve_path",
+    "service_identity",
+    "static_uri",
+]
 
 CHECKPOINT_SUFFIX = ".checkpoint.json"
 
@@ -98,3 +107,61 @@ class CheckpointFile:
     def write(self, data: bytes) -> None:
         """Replace the checkpoint with ``data`` atomically."""
         self.store.write_atomic(self.name, data)
+
+
+#: The ``[docsign]`` settings of campaign leases (``AIRFLOW__DOCSIGN__CAMPAIGN_LEASE_*`` work too).
+LEASE_DIR_SETTING = "campaign_lease_dir"
+LEASE_CONN_SETTING = "campaign_lease_conn_id"
+LEASE_BEAT_SETTING = "campaign_lease_heartbeat"
+
+
+def default_lease_dir() -> Path:
+    """Where leases are kept when ``[docsign] campaign_lease_dir`` is not set: one machine's disk.
+
+    ``$AIRFLOW_HOME/docsign/campaign-leases``: shared by every worker process of one machine (the
+    LocalExecutor, a single Celery worker); workers on several machines need a shared location.
+    """
+    home = os.environ.get("AIRFLOW_HOME") or os.path.join(os.path.expanduser("~"), "airflow")
+    return Path(home) / "docsign" / "campaign-leases"
+
+
+def lease_folder(conf: Any) -> Any:
+    """The folder of every campaign's lease: ``[docsign] campaign_lease_dir``, or the default.
+
+    An administrator's setting, never a DAG's: a local folder (the default
+    ``$AIRFLOW_HOME/docsign/campaign-leases``, or a path every worker mounts) or an object-store URL
+    (``s3://bucket/docsign-leases``, read with ``[docsign] campaign_lease_conn_id``).
+
+    :param conf: Airflow's configuration (``conf.get(section, key, fallback=...)``).
+    :raises ValueError: for a setting that is not a usable path or URL.
+    """
+    value = str(conf.get("docsign", LEASE_DIR_SETTING, fallback="") or "").strip()
+    if not value:
+        return default_lease_dir()
+    if "://" in value and not value.startswith("file://"):
+        from airflow_provider_docsign._sources import _object_storage_path_cls
+
+        conn_id = str(conf.get("docsign", LEASE_CONN_SETTING, fallback="") or "").strip() or None
+        return _object_storage_path_cls()(value, conn_id=conn_id)
+    path = Path(value[len("file://") :] if value.startswith("file://") else value).expanduser()
+    if not path.is_absolute():
+        raise ValueError(f"[docsign] {LEASE_DIR_SETTING} must be an absolute path or a URL, not {value!r}")
+    return path
+
+
+def lease_beat(conf: Any, default: float) -> float:
+    """Seconds between two heartbeats of a lease: ``[docsign] campaign_lease_heartbeat`` (0.05-600)."""
+    value = conf.getfloat("docsign", LEASE_BEAT_SETTING, fallback=default)
+    if not 0.05 <= value <= 600:
+        raise ValueError(f"[docsign] {LEASE_BEAT_SETTING} must be 0.05-600 seconds, not {value!r}")
+    return float(value)
+
+
+def service_identity(base_url: str) -> str:
+    """The service a campaign's envelopes live at, for its lease: the base URL, without credentials."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url.strip())
+    host = (parts.hostname or "").lower()
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme.lower()}://{host}{port}{parts.path.rstrip('/')}"

@@ -22,6 +22,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_provider_docsign.bulk.confine import open_under_root
 from airflow_provider_docsign.bulk.plan import CampaignPlan, classify_error
 from airflow_provider_docsign.bulk.state import (
     CREATED,
@@ -291,9 +292,20 @@ class CampaignRunner:
         assert key is not None
         template_id = self.plan.template_id_of(row)
         if template_id is not None:
-            kwargs, _ = self.plan.use_kwargs(row, key)
+            kwargs, problems = self.plan.use_kwargs(row, key)
+            if problems:  # checked before, refused now (a row file swapped for a link): nothing sent
+                return _Outcome(
+                    index, SEND, FAILED, error=DocsignError("; ".join(problems)), nothing_created=True
+                )
             try:
-                used = self.hook.use_template(template_id, template=self.templates[template_id], **kwargs)
+                files, opened = open_under_root(self.plan.files_root, kwargs["files"])
+            except OSError as err:  # a row file swapped for a link out of files_root: nothing sent
+                return _Outcome(index, SEND, FAILED, error=DocsignError(str(err)), nothing_created=True)
+            try:
+                with opened:
+                    used = self.hook.use_template(
+                        template_id, template=self.templates[template_id], **{**kwargs, "files": files}
+                    )
             except Exception as err:
                 refused = isinstance(err, DocsignAPIError) and err.path == "/envelope/use"
                 nothing = refused and classify_error(err) != "ambiguous"
@@ -302,9 +314,18 @@ class CampaignRunner:
             return _Outcome(
                 index, SEND, done, used.envelope_id, utc_now() if done == SENT else None, writes=1
             )
-        kwargs, _ = self.plan.create_kwargs(row, key)
+        kwargs, problems = self.plan.create_kwargs(row, key)
+        if problems:  # checked before, refused now (a row file swapped for a link): nothing sent
+            return _Outcome(
+                index, SEND, FAILED, error=DocsignError("; ".join(problems)), nothing_created=True
+            )
         try:
-            envelope_id = self.hook.create_envelope(**kwargs)
+            files, opened = open_under_root(self.plan.files_root, kwargs["files"])
+        except OSError as err:  # a row file swapped for a link out of files_root: nothing sent
+            return _Outcome(index, SEND, FAILED, error=DocsignError(str(err)), nothing_created=True)
+        try:
+            with opened:
+                envelope_id = self.hook.create_envelope(**{**kwargs, "files": files})
         except Exception as err:
             nothing = classify_error(err) in ("permanent", "transient", "auth")
             return _Outcome(index, SEND, error=err, writes=1, nothing_created=nothing)

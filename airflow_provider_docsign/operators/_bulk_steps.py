@@ -45,7 +45,14 @@ def restore_checkpoint(
     try:
         recorded = state.restore(previous)
     except CheckpointError as err:
-        raise fail_now(CheckpointError(f"{checkpoint.uri}: {err}")) from err
+        raise fail_now(
+            CheckpointError(
+                f"{checkpoint.uri}: {err}. It was left as found, and nothing was sent. To go on, move it "
+                "aside (rename it, to keep it for a person to look at) and run the task again: the next "
+                "try rebuilds every row's state from the campaign's envelopes at the service, and sends "
+                "no row twice"
+            )
+        ) from err
     log.info(
         "Resuming campaign %s from %s (%d rows recorded%s)",
         plan.campaign_id,

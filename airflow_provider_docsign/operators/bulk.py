@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_docsign._compat import Asset
+from airflow_provider_docsign._compat import Asset, conf
 from airflow_provider_docsign.archive.store import is_local
-from airflow_provider_docsign.bulk.lease import BEAT_SECONDS, CampaignLease
+from airflow_provider_docsign.bulk.lease import BEAT_SECONDS, CampaignLease, LeaseRefusedError
 from airflow_provider_docsign.bulk.plan import (
     INPUT_FORMATS,
     OUTPUT_FORMATS,
@@ -22,13 +22,21 @@ from airflow_provider_docsign.bulk.plan import (
     result_table_format,
 )
 from airflow_provider_docsign.bulk.state import (
+    INVALID,
     STOPPED_XCOM_KEY,
     CampaignState,
     RowState,
     row_digest,
     summary_table,
 )
-from airflow_provider_docsign.bulk.store import CheckpointFile, resolve_path, static_uri
+from airflow_provider_docsign.bulk.store import (
+    CheckpointFile,
+    lease_beat,
+    lease_folder,
+    resolve_path,
+    service_identity,
+    static_uri,
+)
 from airflow_provider_docsign.exceptions import DocsignAuthError
 from airflow_provider_docsign.export.store import TableFile, require_pyarrow, uri_of
 from airflow_provider_docsign.operators._base import DocsignBaseOperator, fail_now
@@ -76,10 +84,12 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
 
     **Exactly once.** Each row's ``externalId`` is ``<campaign_id>(<row key>)`` (keys NFC-normalised; a
     campaign id may not hold ``( ) [ ] * ?``, a key not ``[ ] * ?``, so the mapping is injective). A try
-    first takes the campaign's **lease** (``.docsign-campaign-<digest>.lease.json`` in the result
-    table's folder, shared by every result table of the campaign there): while another try's heartbeat
-    is fresh it fails at once, naming that try; a heartbeat older than two beats (20 s) plus the
-    connection's read timeout plus 2 s is taken over, and that is logged. Then the **service says what
+    first takes the campaign's **lease**: one per campaign and service, in ``[docsign]
+    campaign_lease_dir`` (default ``$AIRFLOW_HOME/docsign/campaign-leases``; a shared path or an
+    object store for workers on several machines), whatever result table the try names. While another
+    try's heartbeat is fresh it waits, at most one stale period (two beats, 20 s, plus the connection's
+    read timeout plus 2 s), then fails naming that try; a stale heartbeat (or one more than a stale
+    period in the future) is taken over, and that is logged. Then the **service says what
     exists**: the campaign's envelopes are listed once (``query=<campaign_id>(``, 100 a page: one
     request per 100 envelopes already made, one for a new campaign), matched to rows by exact
     ``externalId`` and adopted; the checkpoint (``<result_table>.checkpoint.json``) is believed only
@@ -126,7 +136,9 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
     :param result_table: The result table's file: local path, URI or ``ObjectStoragePath``; the
         checkpoint is kept beside it. Templated.
     :param campaign_id: The campaign's id, the first part of every ``externalId``. Templated; default
-        ``"<dag id>-<run id>"``. Keep it when re-running a campaign, change it for a new one.
+        ``"<dag id>.<task id>"``: the same for every run, so a DAG triggered twice (at once, or again
+        later) sends each row once. Give another word (``"renewals-2028"``) to send a new campaign over
+        the same rows; ``"{{ dag.dag_id }}-{{ run_id }}"`` makes every run a campaign of its own.
     :param key_column: The column holding each row's key (unique, a string or an integer).
     :param input_format: ``csv``, ``jsonl`` or ``parquet`` (default: from the file's extension).
     :param output_format: ``jsonl`` or ``parquet`` (default: from the extension). A result table
@@ -181,7 +193,7 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
         *,
         rows: Any,
         result_table: Any,
-        campaign_id: str = "{{ dag.dag_id }}-{{ run_id }}",
+        campaign_id: str | None = None,
         key_column: str = "row_key",
         input_format: str | None = None,
         output_format: str | None = None,
@@ -272,18 +284,27 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
         except (BulkConfigError, ValueError, TypeError, FileNotFoundError) as err:
             raise fail_now(err) from err
         settle = float(self.hook.settings.timeout[1])
+        try:
+            folder, beat = lease_folder(conf), lease_beat(conf, BEAT_SECONDS)
+        except ValueError as err:
+            raise fail_now(err) from err
         lease = CampaignLease(
-            output.parent,
+            folder,
             plan.campaign_id,
             describe=describe_try(context),
-            # Alive, the owner beats every BEAT_SECONDS, and its last request lands within the read
+            # Alive, the owner beats every ``beat`` seconds, and its last request lands within the read
             # timeout: two beats missed, plus the margin and the read timeout, and it is surely dead.
-            stale_after=2 * BEAT_SECONDS + SETTLE_MARGIN + settle,
+            stale_after=2 * beat + SETTLE_MARGIN + settle,
             log=self.log,
+            service=service_identity(self.hook.settings.base_url),
+            beat=beat,
         )
         if is_local(output):
             output.parent.mkdir(parents=True, exist_ok=True)
-        lease.acquire()  # LeaseHeldError: another try sends this campaign; nothing was sent
+        try:
+            lease.acquire()  # LeaseHeldError: another try sent this campaign all along; nothing was sent
+        except LeaseRefusedError as err:  # a link at the lease's path: no retry can help
+            raise fail_now(err) from err
         try:
             return self._run(context, plan, output, fmt, read, lease, settle)
         finally:
@@ -307,6 +328,11 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
             distribute=self.distribute,
             digests=[row_digest(row) for row in rows],
         )
+        # A row whose key is unusable or repeats an earlier row's is invalid on every try, before the
+        # checkpoint or the service are read: they never touch it (the first holder keeps its record).
+        for rs, (_key, problems) in zip(state.rows, keys, strict=True):
+            if problems:
+                rs.state, rs.error = INVALID, "; ".join(problems)
         checkpoint = CheckpointFile(output)
         restore_checkpoint(self.log, checkpoint, state, plan)
         pacer = self._pace()
@@ -405,9 +431,16 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
 
     # -- steps ------------------------------------------------------------------------------------
 
+    @property
+    def default_campaign_id(self) -> str:
+        """The campaign of a task that names none: ``<dag id>.<task id>``, the same for every run."""
+        dag_id = getattr(self, "dag_id", None) or "adhoc"
+        return f"{dag_id}.{self.task_id}"
+
     def _plan(self) -> CampaignPlan:
+        campaign = self.campaign_id if self.campaign_id not in (None, "") else self.default_campaign_id
         return CampaignPlan(
-            campaign_id=str(self.campaign_id),
+            campaign_id=str(campaign),
             key_column=self.key_column,
             template_id=str(self.template_id) if self.template_id else None,
             title=self.title,

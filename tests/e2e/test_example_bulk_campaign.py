@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,8 @@ def test_the_campaign_example_sends_waits_archives_and_reports(
 ) -> None:
     from airflow_provider_docsign.hooks.docsign import DocsignHook
 
-    dag_run = run_example("docsign_bulk_signing", customers=CUSTOMERS, **example_env)
+    campaign_id = f"renewals-{uuid.uuid4().hex[:8]}"
+    dag_run = run_example("docsign_bulk_signing", customers=CUSTOMERS, campaign=campaign_id, **example_env)
 
     assert _state(dag_run.state) == "success"
     states = task_states(dag_run)
@@ -47,7 +49,6 @@ def test_the_campaign_example_sends_waits_archives_and_reports(
     table = [json.loads(line) for line in (campaign / "results.jsonl").read_text().splitlines()]
     assert [r["row_key"] for r in table] == [c["id"] for c in CUSTOMERS]
     assert {r["status"] for r in table} == {"sent"}
-    campaign_id = f"docsign_bulk_signing-{dag_run.run_id}"
     assert [r["external_id"] for r in table] == [f"{campaign_id}({c['id']})" for c in CUSTOMERS]
 
     with DocsignHook() as hook:
@@ -101,7 +102,8 @@ def test_a_campaign_with_rejections_and_expired_links_ends_and_archives_the_sign
 ) -> None:
     monkeypatch.setenv("DOCSIGN_EXAMPLE_MAX_UNSIGNED", max_unsigned)
     customers = _campaign_with_rejections()
-    dag_run = run_example("docsign_bulk_signing", customers=customers, **example_env)
+    campaign = f"rejections-{uuid.uuid4().hex[:8]}"
+    dag_run = run_example("docsign_bulk_signing", customers=customers, campaign=campaign, **example_env)
     states = task_states(dag_run)
     (campaign,) = list((Path(example_env["work_dir"]) / "campaigns").iterdir())
     outcome = [
@@ -125,3 +127,39 @@ def test_a_campaign_with_rejections_and_expired_links_ends_and_archives_the_sign
         assert states[("wait_for_signatures", -1)] == "failed"
         assert states[("archive", -1)] == "upstream_failed"
         assert manifests == []
+
+
+def test_the_campaign_example_run_again_sends_nothing_twice_and_a_new_word_sends_a_new_campaign(
+    example_env: dict[str, Any], autosign_sandbox: SandboxServer
+) -> None:
+    """The same campaign triggered once more after it finished: every row adopted, one envelope each."""
+    from airflow_provider_docsign.hooks.docsign import DocsignHook
+
+    campaign_id = f"again-{uuid.uuid4().hex[:8]}"
+    first = run_example("docsign_bulk_signing", customers=CUSTOMERS, campaign=campaign_id, **example_env)
+    autosign_sandbox.clear_requests()
+    second = run_example("docsign_bulk_signing", customers=CUSTOMERS, campaign=campaign_id, **example_env)
+    assert _state(first.state) == _state(second.state) == "success"
+    uses = [r for r in autosign_sandbox.requests() if r["path"] == "/envelope/use"]
+    assert uses == []  # the second run sent nothing
+    folders = sorted((Path(example_env["work_dir"]) / "campaigns").iterdir())
+    assert len(folders) == 2  # one folder per run, one campaign
+    tables = [
+        [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+        for folder in folders
+    ]
+    assert [r["envelope_id"] for r in tables[0]] == [r["envelope_id"] for r in tables[1]]
+    assert {r["status"] for r in tables[1]} == {"sent"}
+    with DocsignHook() as hook:
+        found = Counter(
+            e.external_id
+            for e in hook.find_envelopes(query=f"{campaign_id}(")
+            if (e.external_id or "").startswith(f"{campaign_id}(")
+        )
+    assert found == Counter({f"{campaign_id}({c['id']})": 1 for c in CUSTOMERS})
+    # One word more: a new campaign over the same customers.
+    third = run_example(
+        "docsign_bulk_signing", customers=CUSTOMERS, campaign=f"{campaign_id}-2", **example_env
+    )
+    assert _state(third.state) == "success"
+    assert sum(1 for r in autosign_sandbox.requests() if r["path"] == "/envelope/use") == len(CUSTOMERS)

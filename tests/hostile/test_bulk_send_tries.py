@@ -15,11 +15,22 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from bulk_helpers import campaign_counts, customers, make_template, operator, read_table, write_csv, writes
-from helpers import conn_json, ctx
+from bulk_helpers import (
+    campaign_counts,
+    customers,
+    lease_path,
+    make_template,
+    operator,
+    read_table,
+    use_lease_dir,
+    write_csv,
+    writes,
+)
+from helpers import ctx
 
 from airflow_provider_docsign.archive.store import quiet_upath
 from airflow_provider_docsign.bulk.lease import CampaignLease, LeaseHeldError, lease_name
+from airflow_provider_docsign.bulk.store import service_identity
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.sandbox import SandboxServer
 
@@ -35,13 +46,15 @@ print("RESULT", op.execute(ctx()))
 """
 
 
-def test_two_tries_at_once_in_two_processes_one_sends_the_other_fails_naming_the_lease(
+def test_two_tries_at_once_in_two_processes_one_sends_the_other_waits_and_adopts(
     docsign_conn: str,
     hook: DocsignHook,
     sandbox: SandboxServer,
     make_pdf: Callable[..., Path],
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    use_lease_dir(monkeypatch, tmp_path / "leases", sandbox)
     template_id = make_template(hook, make_pdf("t.pdf"))
     rows = write_csv(tmp_path / "rows.csv", customers(40))
     result = tmp_path / "out" / "results.jsonl"
@@ -58,7 +71,7 @@ def test_two_tries_at_once_in_two_processes_one_sends_the_other_fails_naming_the
     # Each create is held 0.1 s: the first try is still sending when the second one starts.
     sandbox.inject_fault("POST", "/envelope/use", "delay", delay=0.1, count=40)
     sandbox.clear_requests()
-    env = dict(os.environ, AIRFLOW_CONN_DOCSIGN_DEFAULT=conn_json(sandbox))
+    env = dict(os.environ)
     procs = [
         subprocess.Popen(
             [sys.executable, str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
@@ -75,13 +88,10 @@ def test_two_tries_at_once_in_two_processes_one_sends_the_other_fails_naming_the
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(timeout=30)
-    codes = sorted(code for code, _ in outputs)
-    assert codes[0] == 0, outputs
-    assert codes[1] != 0, outputs
-    (loser,) = [text for code, text in outputs if code != 0]
-    assert "LeaseHeldError" in loser
-    assert "is being sent by another try" in loser
-    assert "last heartbeat" in loser
+    # The later try waits for the lease while the first sends (or starts after it), and sends nothing.
+    assert [code for code, _ in outputs] == [0, 0], outputs
+    # The later one resumed from the first's checkpoint (one table): it made one request, the listing.
+    assert any("'requests': 1," in text for _, text in outputs), outputs
     counts = campaign_counts(hook, "twice")
     assert len(counts) == 40
     assert set(counts.values()) == {1}
@@ -121,7 +131,7 @@ def test_the_same_campaign_with_another_result_table_sends_nothing_and_adopts_ev
     assert writes(sandbox) == []
 
 
-def test_a_fresh_lease_of_another_try_refuses_at_once_and_a_stale_one_is_taken_over(
+def test_a_fresh_lease_of_another_try_is_waited_for_then_refused_and_a_stale_one_is_taken_over(
     docsign_conn: str,
     hook: DocsignHook,
     sandbox: SandboxServer,
@@ -129,12 +139,22 @@ def test_a_fresh_lease_of_another_try_refuses_at_once_and_a_stale_one_is_taken_o
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
     capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    leases = use_lease_dir(monkeypatch, tmp_path / "leases", sandbox)
     template_id = make_template(hook, make_pdf("t.pdf"))
     out = tmp_path / "out"
     out.mkdir()
-    # Another try holds the lease (as a worker on another machine would, beating every 10 s).
-    other = CampaignLease(out, "held", describe="dag.send run r1 try 1", stale_after=3600, log=_Quiet())
+    # Another try holds the lease (as a live worker on another machine would, beating).
+    other = CampaignLease(
+        leases,
+        "held",
+        describe="dag.send run r1 try 1",
+        stale_after=3600,
+        log=_Quiet(),
+        service=service_identity(sandbox.base_url),
+        beat=0.2,
+    )
     other.acquire()
     try:
         sandbox.clear_requests()
@@ -142,11 +162,11 @@ def test_a_fresh_lease_of_another_try_refuses_at_once_and_a_stale_one_is_taken_o
             LeaseHeldError, match=r"campaign 'held' is being sent by another try \(dag.send run r1"
         ):
             operator(template_id, customers(5), out / "results.jsonl", campaign_id="held").execute(ctx())
-        assert sandbox.requests() == []  # failed at once: not even the listing
+        assert sandbox.requests() == []  # waited one stale period, then failed: not even the listing
     finally:
         other.release()
     # A dead try's lease: its last beat is older than stale_after.
-    (out / lease_name("held")).write_text(
+    lease_path(leases, sandbox, "held").write_text(
         json.dumps({"version": 1, "owner": "dead", "describe": "a dead worker", "beat": time.time() - 3600})
     )
     result = operator(template_id, customers(5), out / "results.jsonl", campaign_id="held").execute(ctx())
@@ -154,7 +174,7 @@ def test_a_fresh_lease_of_another_try_refuses_at_once_and_a_stale_one_is_taken_o
     captured = capfd.readouterr()
     logged = caplog.text + captured.out + captured.err  # the task logger: stdlib on 2.11, structlog on 3
     assert "Taking over the lease of campaign 'held' from a dead worker" in logged
-    assert json.loads((out / lease_name("held")).read_text())["owner"] is None  # given back at the end
+    assert json.loads(lease_path(leases, sandbox, "held").read_text())["owner"] is None  # given back
 
 
 @pytest.mark.parametrize(
@@ -169,14 +189,17 @@ def test_a_malformed_lease_file_is_free_and_is_replaced_by_this_try(
     make_pdf: Callable[..., Path],
     tmp_path: Path,
     content: bytes,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     template_id = make_template(hook, make_pdf("t.pdf"))
     out = tmp_path / "out"
     out.mkdir()
-    (out / lease_name("odd")).write_bytes(content)
+    leases = use_lease_dir(monkeypatch, tmp_path / "leases", sandbox)
+    leases.mkdir()
+    lease_path(leases, sandbox, "odd").write_bytes(content)
     result = operator(template_id, customers(2), out / "results.jsonl", campaign_id="odd").execute(ctx())
     assert result["counts"]["sent"] == 2
-    assert json.loads((out / lease_name("odd")).read_text())["owner"] is None
+    assert json.loads(lease_path(leases, sandbox, "odd").read_text())["owner"] is None
 
 
 def test_a_lease_file_that_is_a_symlink_is_refused_and_its_target_untouched(
@@ -185,13 +208,16 @@ def test_a_lease_file_that_is_a_symlink_is_refused_and_its_target_untouched(
     sandbox: SandboxServer,
     make_pdf: Callable[..., Path],
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     template_id = make_template(hook, make_pdf("t.pdf"))
     out = tmp_path / "out"
     out.mkdir()
     precious = tmp_path / "precious.txt"
     precious.write_text("keep me")
-    (out / lease_name("linked")).symlink_to(precious)
+    leases = use_lease_dir(monkeypatch, tmp_path / "leases", sandbox)
+    leases.mkdir()
+    lease_path(leases, sandbox, "linked").symlink_to(precious)
     sandbox.clear_requests()
     with pytest.raises(Exception, match="symbolic link"):
         operator(template_id, customers(2), out / "results.jsonl", campaign_id="linked").execute(ctx())
@@ -207,7 +233,7 @@ def test_the_lease_on_s3_uses_conditional_writes_and_refuses_a_second_owner(
     make_s3_bucket("leases", conn_id="lease_s3")
     folder = ObjectStoragePath("s3://leases/campaigns/", conn_id="lease_s3")
     first = CampaignLease(folder, "s3-camp", describe="first", stale_after=3600, log=_Quiet())
-    second = CampaignLease(folder, "s3-camp", describe="second", stale_after=3600, log=_Quiet())
+    second = CampaignLease(folder, "s3-camp", describe="second", stale_after=3600, log=_Quiet(), wait=0)
     first.acquire()
     try:
         with pytest.raises(LeaseHeldError, match="another try \\(first on"):

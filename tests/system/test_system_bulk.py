@@ -2,8 +2,10 @@
 
 A campaign of 20 template rows and 5 PDF rows (keys that are substrings of each other, and of other
 scripts) in the run's folder; then the same campaign with another result table, a resume with every
-row in flight, an amendment, and two tries at once. After each, every row's envelope is counted at the
-service by its externalId: exactly one each. Signers use ``example.com`` addresses.
+row in flight, an amendment, two tries at once with result tables in two run folders, and a table
+with a repeated key run three times and once more without its checkpoint. After each, every row's
+envelope is counted at the service by its externalId: exactly one each. Signers use ``example.com``
+addresses.
 """
 
 from __future__ import annotations
@@ -149,30 +151,75 @@ def test_a_campaign_then_another_table_a_resume_in_flight_and_an_amendment_make_
     assert set(found.values()) == {1}
 
 
-def test_two_tries_at_once_one_sends_the_other_fails_naming_the_lease(
-    system_hook: DocsignHook, system_run: Any, template_id: str, tmp_path: Path
+def test_two_tries_at_once_with_tables_in_two_run_folders_send_each_row_once(
+    system_hook: DocsignHook,
+    system_run: Any,
+    template_id: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """``results/<run>/r.jsonl``: the lease is the campaign's, not the folder's; one envelope per row."""
+    monkeypatch.setenv("AIRFLOW__DOCSIGN__CAMPAIGN_LEASE_DIR", str(tmp_path / "leases"))
     campaign = f"{system_run.prefix}-twice"
     folder = system_run.folder_id
     data = rows([f"K-{i}" for i in range(8)])
     outcomes: list[Any] = []
 
-    def run() -> None:
+    def run(n: int) -> None:
         try:
-            op = template_send(template_id, campaign, folder, data, tmp_path / "r.jsonl", max_in_flight=2)
+            table = tmp_path / f"run-{n}" / "r.jsonl"
+            op = template_send(template_id, campaign, folder, data, table, max_in_flight=2)
             outcomes.append(op.execute(ctx()))
         except Exception as err:
             outcomes.append(err)
 
-    threads = [threading.Thread(target=run) for _ in range(2)]
+    threads = [threading.Thread(target=run, args=(n,)) for n in (1, 2)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=300)
-    errors = [o for o in outcomes if isinstance(o, BaseException)]
     assert len(outcomes) == 2
-    assert len(errors) == 1, outcomes
-    assert isinstance(errors[0], LeaseHeldError)
+    # The second waited for the lease, then adopted; or, had the first outlived a stale period, failed
+    # naming it. Never two senders.
+    for outcome in outcomes:
+        assert not isinstance(outcome, BaseException) or isinstance(outcome, LeaseHeldError), outcomes
+    finished = [o for o in outcomes if not isinstance(o, BaseException)]
+    assert finished
+    assert all(o["counts"]["sent"] == 8 for o in finished)
     found = counts(system_hook, campaign, folder)
     assert len(found) == 8
     assert set(found.values()) == {1}
+
+
+def test_a_repeated_key_is_invalid_on_every_try_and_with_the_checkpoint_deleted(
+    system_hook: DocsignHook,
+    system_run: Any,
+    template_id: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AIRFLOW__DOCSIGN__CAMPAIGN_LEASE_DIR", str(tmp_path / "leases"))
+    campaign = f"{system_run.prefix}-repeat"
+    folder = system_run.folder_id
+    data = rows(["R-0", "R-1", "R-2", "R-3"])
+    data.insert(3, {**data[2], "email": "someone.else@example.com", "name": "Someone Else"})
+    table = tmp_path / "r.jsonl"
+    firsts = []
+    for _ in range(3):
+        out = template_send(template_id, campaign, folder, data, table, max_invalid=1).execute(ctx())
+        assert out["counts"] == {"sent": 4, "created": 0, "invalid": 1, "failed": 0}
+        result = [json.loads(line) for line in table.read_text().splitlines()]
+        assert result[3]["status"] == "invalid"
+        assert result[3]["envelope_id"] is None
+        assert result[3]["error"] == "row_key 'R-2' repeats the key of rows[2]"
+        firsts.append(result[2])
+    assert firsts[0] == firsts[1] == firsts[2]
+    Path(f"{table}{CHECKPOINT_SUFFIX}").unlink()
+    out = template_send(template_id, campaign, folder, data, table, max_invalid=1).execute(ctx())
+    assert out["counts"] == {"sent": 4, "created": 0, "invalid": 1, "failed": 0}
+    assert out["adopted"] == 4
+    result = [json.loads(line) for line in table.read_text().splitlines()]
+    assert result[3]["status"] == "invalid"
+    assert result[2]["envelope_id"] == firsts[0]["envelope_id"]
+    found = counts(system_hook, campaign, folder)
+    assert found == Counter({f"{campaign}(R-{i})": 1 for i in range(4)})

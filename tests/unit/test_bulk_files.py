@@ -101,7 +101,8 @@ def test_the_operator_is_checked_when_the_dag_is_parsed_and_looks_nothing_up(
     )
     assert "hook" not in op.__dict__
     assert [a.uri for a in op.outlets] == ["s3://b/results.jsonl"]
-    assert op.campaign_id == "{{ dag.dag_id }}-{{ run_id }}"
+    assert op.campaign_id is None  # <dag id>.<task id> when it runs: the same for every run
+    assert op.default_campaign_id == f"{op.dag_id}.{op.task_id}"
     assert set(op.template_fields) == {
         "rows",
         "result_table",
