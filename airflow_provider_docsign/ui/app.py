@@ -30,12 +30,21 @@ from airflow.api_fastapi.auth.managers.models.resource_details import (
 )
 from airflow.api_fastapi.core_api.security import GetUserDep
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from airflow_provider_docsign.exceptions import DocsignError
 from airflow_provider_docsign.ui import lookup, reader
 from airflow_provider_docsign.ui.cache import TtlCache
-from airflow_provider_docsign.ui.campaigns import campaign_page, campaign_rows, campaign_summaries, mask_text
+from airflow_provider_docsign.ui.campaigns import (
+    campaign_connection,
+    campaign_page,
+    campaign_rows,
+    campaign_summaries,
+    mask_text,
+)
+from airflow_provider_docsign.ui.locations import Refused
 from airflow_provider_docsign.ui.settings import UiSettings
 
 URL_PREFIX = "/docsign"
@@ -48,6 +57,12 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
+
+
+NO_CONNECTION = (
+    "you may not read any docsign connection: ask for read access to the docsign connection "
+    "(Connections, GET) as well as to DAGs"
+)
 
 
 class State:
@@ -119,7 +134,7 @@ def create_app(settings: UiSettings | None = None) -> FastAPI:
     def readable_dags(user: Any) -> set[str]:
         manager = get_auth_manager()
         if not manager.is_authorized_dag(method="GET", user=user):  # the DAGs menu itself
-            raise HTTPException(403, "you may not read DAGs")
+            raise HTTPException(403, "you may not read DAGs: ask for read access to DAGs")
         return set(manager.get_authorized_dag_ids(user=user, method="GET"))
 
     def offered(user: Any) -> list[str]:
@@ -144,7 +159,7 @@ def create_app(settings: UiSettings | None = None) -> FastAPI:
             method="GET", details=ConnectionDetails(conn_id=chosen), user=user
         )
         if not allowed:
-            raise HTTPException(403, "you may not read this connection")
+            raise HTTPException(403, f"you may not read the connection {chosen!r}: ask for read access to it")
         return chosen
 
     def campaign_senders(dags: set[str], conn_id: str) -> Any:
@@ -157,7 +172,7 @@ def create_app(settings: UiSettings | None = None) -> FastAPI:
                 r.dag_id, r.run_id, r.task_id, r.map_index, "sent", r.finished
             )
             for r in runs
-            if r.result.get("docsign_conn_id") in (None, conn_id)
+            if campaign_connection(r) == conn_id
         }
 
         def sent_by(external_id: str | None) -> list[lookup.TaskRef]:
@@ -190,7 +205,7 @@ def create_app(settings: UiSettings | None = None) -> FastAPI:
         readable_dags(user)
         ids = offered(user)
         if not ids:
-            raise HTTPException(403, "you may not read any docsign connection")
+            raise HTTPException(403, NO_CONNECTION)
         return _json({"connections": ids, "stalled_days": state.settings.stalled_days})
 
     @app.get("/api/contracts")
@@ -212,17 +227,28 @@ def create_app(settings: UiSettings | None = None) -> FastAPI:
         refs = links(dags)
         base = _airflow_base(request)
         sent_by = campaign_senders(dags, chosen)
-        rows = [
-            reader.contract_row(
-                envelope,
-                folders=listing.folders,
-                web_url=listing.web_url,
-                now=now,
-                stalled_days=threshold,
-                tasks=[r.to_dict(base) for r in [*refs.get(envelope.id, ()), *sent_by(envelope.external_id)]],
+        # A user who may read only some DAGs sees only the envelopes linked to them; envelopes no DAG
+        # (or only DAGs they may not read) made are for those who may read every DAG.
+        every = lookup.every_dag(dags)
+        rows = []
+        for envelope in listing.envelopes:
+            tasks = [*refs.get(envelope.id, ()), *sent_by(envelope.external_id)]
+            if not every and not tasks:
+                continue
+            open_ = reader.is_open(envelope)
+            tasks = [t for t in tasks if t.relation != "waiting" or open_]  # a settled one waits no more
+            rows.append(
+                reader.contract_row(
+                    envelope,
+                    folders=listing.folders,
+                    web_url=listing.web_url,
+                    now=now,
+                    stalled_days=threshold,
+                    tasks=[r.to_dict(base) for r in tasks],
+                )
             )
-            for envelope in listing.envelopes
-        ]
+        total = len(rows)
+        shown_folders = {r["folder_id"] for r in rows} if not every else set(listing.folders)
         statuses = sorted({r["status"] for r in rows})
         if status:
             rows = [r for r in rows if r["status"] == status.upper()]
@@ -230,15 +256,21 @@ def create_app(settings: UiSettings | None = None) -> FastAPI:
             rows = [r for r in rows if r["stalled"]]
         if folder_id:
             rows = [r for r in rows if (r["folder_id"] or "root") == folder_id]
-        rows.sort(key=lambda r: -1.0 if r["age_days"] is None else r["age_days"], reverse=sort == "-age")
+        # By the exact creation time (oldest first is "-age"); no time: last either way.
+        dated = [r for r in rows if reader.parse_time(r["created_at"]) is not None]
+        dated.sort(key=lambda r: reader.parse_time(r["created_at"]), reverse=sort != "-age")  # type: ignore[arg-type,return-value]
+        rows = dated + [r for r in rows if reader.parse_time(r["created_at"]) is None]
         return _json(
             {
                 "connection": chosen,
                 "rows": rows,
-                "total": len(listing.envelopes),
+                "total": total,
+                "all_dags": every,
                 "statuses": statuses,
                 "folders": [
-                    {"id": k, "name": v} for k, v in sorted(listing.folders.items(), key=lambda kv: kv[1])
+                    {"id": k, "name": v}
+                    for k, v in sorted(listing.folders.items(), key=lambda kv: kv[1])
+                    if k in shown_folders
                 ],
                 "stalled_days": threshold,
                 "fetched_at": listing.fetched_at,
@@ -264,7 +296,7 @@ def create_app(settings: UiSettings | None = None) -> FastAPI:
         )
         return _json(campaign_summaries(state, chosen, runs, _airflow_base(request), _hook))
 
-    @app.get("/api/campaigns/{campaign_id}")
+    @app.get("/api/campaigns/{campaign_id:path}")
     def campaign(
         request: Request,
         campaign_id: str,
@@ -274,15 +306,23 @@ def create_app(settings: UiSettings | None = None) -> FastAPI:
         page_size: Annotated[int, Query(ge=1, le=500)] = 50,
     ) -> JSONResponse:
         dags = readable_dags(user)
-        chosen = connection(user, conn_id)
+        if conn_id is not None:
+            connection(user, conn_id)  # an id that is not an offered docsign connection: 404 first
         runs, _ = state.campaigns.get(
             frozenset(dags), lambda: lookup.campaigns(dags, state.settings.lookback_days)
         )
         run = next((r for r in runs if r.result.get("campaign_id") == campaign_id), None)
         if run is None:
             raise HTTPException(404, "no such campaign in the DAGs you may read")
-        data = campaign_page(state, chosen, run, _airflow_base(request), _hook)
-        data["problems"] = campaign_rows(state, run, page, page_size)
+        own = campaign_connection(run)
+        if conn_id is not None and conn_id != own:
+            raise HTTPException(404, "no such campaign through this connection")
+        chosen = connection(user, own)  # the campaign's own connection, whatever was asked
+        try:
+            data = campaign_page(state, chosen, run, _airflow_base(request), _hook)
+            data["problems"] = campaign_rows(state, run, page, page_size)
+        except Refused as error:
+            raise HTTPException(422, mask_text(str(error)[:1000])) from None
         return _json(data)
 
     @app.get("/api/task")
@@ -303,7 +343,7 @@ def create_app(settings: UiSettings | None = None) -> FastAPI:
         if not allowed:
             raise HTTPException(403, "you may not read this DAG's task instances")
         if not offered(user):  # nothing about contracts for one who may read no docsign connection
-            raise HTTPException(403, "you may not read any docsign connection")
+            raise HTTPException(403, NO_CONNECTION)
         ids, conn_from_task = lookup.task_envelopes(dag_id, run_id, task_id, map_index)
         if not ids:
             return _json({"envelopes": [], "total": 0, "connection": None})
@@ -339,8 +379,21 @@ def create_app(settings: UiSettings | None = None) -> FastAPI:
         # Our errors never hold the API key; an e-mail in the service's message is masked.
         return _json({"detail": f"the signing service could not be read: {mask_text(str(error))}"}, 502)
 
-    @app.exception_handler(HTTPException)
-    def http_error(request: Request, error: HTTPException) -> JSONResponse:
+    @app.exception_handler(StarletteHTTPException)
+    def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
         return _json({"detail": error.detail}, error.status_code)
+
+    @app.exception_handler(RequestValidationError)
+    def bad_parameter(request: Request, error: RequestValidationError) -> JSONResponse:
+        said = [
+            f"{'.'.join(str(p) for p in e.get('loc', ()) if p != 'query')}: {e.get('msg', 'invalid')}"
+            for e in error.errors()[:5]
+        ]
+        return _json({"detail": "; ".join(said)[:1000]}, 422)
+
+    @app.exception_handler(Exception)
+    def unexpected(request: Request, error: Exception) -> JSONResponse:
+        # Still one JSON line with the headers; the type only (a message could hold anything).
+        return _json({"detail": f"the Contracts page failed: {type(error).__name__}"}, 500)
 
     return app

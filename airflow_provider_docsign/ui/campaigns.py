@@ -1,13 +1,17 @@
 """The Campaigns tab: the bulk sends Airflow ran, their rows, and what the service says of them.
 
-A campaign is found from the ``return_value`` XCom of its ``DocsignBulkSendOperator`` task (campaign id,
-counts, result table), never by scanning storage. Its failed and invalid rows are read from its result
-table (cached), its envelopes' states with ``get-many`` over the table's sent envelopes: at most
-``ceil(sent / 20)`` requests per refresh, cached like the list. A try that stopped before the end
-(past ``max_failures``, say) writes no result table: it is listed from what it pushed instead
-(``STOPPED_XCOM_KEY``), marked stopped with its reason, and its sent envelopes and failed rows are
-read from its checkpoint (invalid rows are not kept there). The list loads the states of the newest
-campaigns up to :data:`LIST_BUDGET` envelopes per refresh; the others load when opened.
+A campaign is found from the ``return_value`` XCom of a task whose serialized operator is the provider's
+own ``DocsignBulkSendOperator`` (campaign id, counts, result table), never by scanning storage. Its
+result table is read only from a place ``[docsign] ui_result_locations`` allows (see
+:mod:`~airflow_provider_docsign.ui.locations`), streamed and bounded; its failed and invalid rows and
+its sent envelopes come from it (cached), its envelopes' states from ``get-many`` over the ids actually
+read: ``ceil(ids / 20)`` requests per refresh, at most :data:`MAX_CAMPAIGN_ENVELOPES` ids. The counts
+an XCom declares are shown as the task's word, never used as a budget; one that is not a count is a
+data error. A try that stopped before the end writes no result table: it is listed from what it
+pushed (``STOPPED_XCOM_KEY``), marked stopped with its reason, and read from its checkpoint. The list
+spends at most :data:`LIST_REQUESTS` requests and reads at most :data:`LIST_TABLES` campaigns' files
+per refresh (newest first); the others load when opened. A campaign is listed only under its own
+connection.
 """
 
 from __future__ import annotations
@@ -20,10 +24,23 @@ from typing import Any
 
 from airflow_provider_docsign.service.expiry import mask_email
 from airflow_provider_docsign.ui import reader
+from airflow_provider_docsign.ui.locations import (
+    Refused,
+    Table,
+    allow,
+    parse_places,
+    read_checkpoint_bytes,
+    read_table,
+)
 from airflow_provider_docsign.ui.lookup import CampaignRun, TaskRef
 
-#: The list reads the service's state of at most this many envelopes per refresh (100 requests).
-LIST_BUDGET = 2_000
+#: The list spends at most this many service requests per refresh (``get-many``, 20 ids each), counted
+#: on the envelope ids its result tables and checkpoints actually hold, never on an XCom's counts.
+LIST_REQUESTS = 100
+#: The list reads at most this many campaigns' files per refresh (newest first); the others when opened.
+LIST_TABLES = 20
+#: A campaign's view reads the service's state of at most this many envelopes (250 requests).
+MAX_CAMPAIGN_ENVELOPES = 5_000
 #: A string that looks like an e-mail address (row keys and errors may hold one).
 _EMAIL = re.compile(r"[^\s@'\"<>(),;:]+@[^\s@'\"<>(),;:]+\.[^\s@'\"<>(),;:]+")
 
@@ -35,42 +52,46 @@ def mask_text(value: Any) -> Any:
     return _EMAIL.sub(lambda m: mask_email(m.group(0)), value)
 
 
+#: The most a count may be (the bulk operator's rows are far fewer); more is a data error.
+MAX_COUNT = 10_000_000
+
+
+def _count(value: Any) -> int | None:
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+    return value if ok else None
+
+
+def campaign_connection(run: CampaignRun) -> str:
+    """The docsign connection a campaign was sent through (the operator's default when it says none)."""
+    named = run.result.get("docsign_conn_id")
+    return named if isinstance(named, str) and named else "docsign_default"
+
+
 def _run_dict(run: CampaignRun, base: str) -> dict[str, Any]:
     result = run.result
     raw = result.get("counts")
     counts: dict[str, Any] = raw if isinstance(raw, dict) else {}
     task = TaskRef(run.dag_id, run.run_id, run.task_id, run.map_index, "sent", run.finished)
+    # The XCom's counts are shown as what the task said, never used as a budget; a count that is not
+    # one (negative, huge, not a number, absent) is a data error, said so.
+    problems = [f"counts.{k}" for k in ("sent", "invalid", "failed") if _count(counts.get(k)) is None]
+    if _count(result.get("rows")) is None:
+        problems.insert(0, "rows")
     return {
         "campaign_id": result.get("campaign_id"),
-        "rows": result.get("rows"),
-        "counts": {str(k): v for k, v in counts.items() if isinstance(v, int)},
+        "rows": _count(result.get("rows")),
+        "counts": {str(k)[:50]: v for k, v in list(counts.items())[:20] if _count(v) is not None},
+        "data_error": f"the task's XCom holds no valid {', '.join(problems)}" if problems else None,
         "finished": run.finished,
         "task": task.to_dict(base),
-        "connection": result.get("docsign_conn_id"),
-        "stopped": mask_text(str(result["stopped"])) if run.stopped else None,
+        "connection": campaign_connection(run),
+        "stopped": mask_text(str(result["stopped"])[:2000]) if run.stopped else None,
     }
 
 
-def table_location(result: dict[str, Any], what: str = "result_table") -> str:
-    """Where a campaign's result table (or checkpoint) can be opened, from its XCom.
-
-    A local path, or a URI with its object store's connection (``s3://conn@bucket/key``): the XCom's
-    URI never carries the connection, its ``<what>_conn_id`` does.
-
-    :param result: The bulk-send task's ``return_value`` (or its stopped try's XCom).
-    :param what: ``result_table`` or ``checkpoint``.
-    :raises ValueError: when the XCom names no such file.
-    """
-    table = result.get(what)
-    if not isinstance(table, str) or not table:
-        raise ValueError(f"the campaign's XCom names no {what.replace('_', ' ')}")
-    if table.startswith("file://"):
-        return table[len("file://") :]
-    conn_id = result.get(f"{what}_conn_id")
-    scheme, sep, rest = table.partition("://")
-    if sep and isinstance(conn_id, str) and conn_id and "@" not in rest.split("/", 1)[0]:
-        return f"{scheme}://{conn_id}@{rest}"
-    return table
+def _allowed(state: Any, run: CampaignRun, what: str) -> Any:
+    places = parse_places(state.settings.result_locations)
+    return allow(places, run.result.get(what), run.result.get(f"{what}_conn_id"), what.replace("_", " "))
 
 
 def _sent_ids(state: Any, run: CampaignRun) -> list[str]:
@@ -81,34 +102,35 @@ def _sent_ids(state: Any, run: CampaignRun) -> list[str]:
 
 def _checkpoint(state: Any, run: CampaignRun) -> list[Any]:
     """The rows of a stopped try's checkpoint (cached like a result table)."""
-    from airflow_provider_docsign.bulk.state import MAX_CHECKPOINT_BYTES, CheckpointError, parse_checkpoint
-    from airflow_provider_docsign.bulk.store import resolve_path
+    from airflow_provider_docsign.bulk.state import CheckpointError, parse_checkpoint
 
-    location = table_location(run.result, "checkpoint")
+    allowed = _allowed(state, run, "checkpoint")
 
     def load() -> list[Any]:
-        path = resolve_path(location, "checkpoint")
         try:
-            with path.open("rb") as fh:
-                data = bytes(fh.read(MAX_CHECKPOINT_BYTES + 1))  # parse_checkpoint refuses more
+            data = read_checkpoint_bytes(allowed)
             campaign, rows, _ = parse_checkpoint(data)
-        except (OSError, CheckpointError) as error:
-            raise ValueError(f"the checkpoint {location!r} cannot be read: {error}") from error
+        except (Refused, CheckpointError) as error:
+            raise Refused(f"the checkpoint {allowed.target!r} cannot be read: {error}") from None
         if campaign != run.result.get("campaign_id"):
-            raise ValueError(f"the checkpoint {location!r} belongs to another campaign")
+            raise Refused(f"the checkpoint {allowed.target!r} belongs to another campaign")
         return rows
 
-    rows, _ = state.tables.get(("checkpoint", location), load)
+    rows, _ = state.tables.get(("checkpoint", allowed), load)
     return list(rows)
 
 
-def _table(state: Any, run: CampaignRun) -> Any:
-    from airflow_provider_docsign.sensors._campaign import read_campaign
+def _table(state: Any, run: CampaignRun) -> Table:
+    allowed = _allowed(state, run, "result_table")
 
-    table = table_location(run.result)
-    fmt = run.result.get("format")
-    loaded, _ = state.tables.get(("campaign", table), lambda: read_campaign(table, fmt))
-    return loaded
+    def load() -> Table:
+        try:
+            return read_table(allowed, run.result.get("format"))
+        except Refused as error:
+            raise Refused(f"the result table {allowed.target!r} cannot be read: {error}") from None
+
+    table: Table = state.tables.get(("campaign", allowed), load)[0]
+    return table
 
 
 def _service_state(
@@ -117,7 +139,8 @@ def _service_state(
     key = (conn_id, run.result.get("campaign_id"), run.finished)
 
     def load() -> dict[str, Any]:
-        ids = _sent_ids(state, run)
+        read = _sent_ids(state, run)
+        ids = read[:MAX_CAMPAIGN_ENVELOPES]
         hook = hook_of(conn_id)
         try:
             envelopes = hook.get_envelopes(ids)
@@ -125,15 +148,17 @@ def _service_state(
             hook.close()
         counts = reader.campaign_state(envelopes, datetime.now(timezone.utc))
         counts["not_found"] = len(ids) - len(envelopes)
-        return {"counts": counts, "requests": math.ceil(len(ids) / 20), "envelopes": len(ids)}
+        return {
+            "counts": counts,
+            "requests": math.ceil(len(ids) / 20),
+            "envelopes": len(ids),
+            "truncated": f"only the first {len(ids)} of {len(read)} envelopes are read"
+            if len(read) > len(ids)
+            else None,
+        }
 
     value, age = state.states.get(key, load)
     return {**value, "cache_age_seconds": round(age, 1)}
-
-
-def _belongs(run: CampaignRun, conn_id: str) -> bool:
-    named = run.result.get("docsign_conn_id")
-    return named is None or named == conn_id
 
 
 def campaign_summaries(
@@ -147,22 +172,33 @@ def campaign_summaries(
     :param base: The Airflow UI's base path.
     :param hook_of: Makes a hook for a connection id.
     """
-    budget = LIST_BUDGET
+    requests_left, tables_left = LIST_REQUESTS, LIST_TABLES
     out = []
     for run in runs:
-        if not _belongs(run, conn_id):
+        if campaign_connection(run) != conn_id:
             continue
         row = _run_dict(run, base)
-        sent = int(row["counts"].get("sent", 0))
         row["service"] = None
-        if sent <= budget:
-            budget -= sent
-            try:
-                row["service"] = _service_state(state, conn_id, run, hook_of)
-            except Exception as error:  # one unreadable table must not hide the others
-                row["service_error"] = mask_text(str(error))
         out.append(row)
-    return {"connection": conn_id, "campaigns": out, "list_budget": LIST_BUDGET}
+        if tables_left <= 0 or requests_left <= 0:
+            row["service_note"] = "loads when opened"
+            continue
+        tables_left -= 1
+        try:
+            ids = _sent_ids(state, run)
+        except Exception as error:  # one unreadable table must not hide the others
+            row["service_error"] = mask_text(str(error)[:1000])
+            continue
+        cost = math.ceil(min(len(ids), MAX_CAMPAIGN_ENVELOPES) / 20)
+        if cost > requests_left:
+            row["service_note"] = "loads when opened"
+            continue
+        requests_left -= cost
+        try:
+            row["service"] = _service_state(state, conn_id, run, hook_of)
+        except Exception as error:
+            row["service_error"] = mask_text(str(error)[:1000])
+    return {"connection": conn_id, "campaigns": out, "list_requests": LIST_REQUESTS}
 
 
 def campaign_page(
@@ -190,44 +226,20 @@ def campaign_rows(state: Any, run: CampaignRun, page: int, page_size: int) -> di
     :param page: The page (from 1).
     :param page_size: Rows per page.
     """
-    from airflow_provider_docsign.bulk.plan import OUTPUT_FORMATS, format_of, read_rows
-    from airflow_provider_docsign.bulk.store import resolve_path
-
     if run.stopped:  # no result table: the failed rows so far, from the checkpoint
-        table = table_location(run.result, "checkpoint")
-
-        def load() -> list[dict[str, Any]]:
-            return [
-                {
-                    "row": None,
-                    "row_key": mask_text(key),
-                    "status": kept,
-                    "error": mask_text(error),
-                    "attempts": attempts,
-                }
-                for key, kept, _, error, attempts, *_ in _checkpoint(state, run)
-                if kept == "failed"
-            ]
-
+        problems = [
+            {
+                "row": None,
+                "row_key": mask_text(str(key)[:500]),
+                "status": kept,
+                "error": mask_text(str(error)[:500]) if error is not None else None,
+                "attempts": attempts,
+            }
+            for key, kept, _, error, attempts, *_ in _checkpoint(state, run)
+            if kept == "failed"
+        ]
     else:
-        table = table_location(run.result)
-
-        def load() -> list[dict[str, Any]]:
-            path = resolve_path(table, "result_table")
-            rows = read_rows(path, format_of(path, run.result.get("format"), OUTPUT_FORMATS, "result_table"))
-            return [
-                {
-                    "row": number,
-                    "row_key": mask_text(row.get("row_key")),
-                    "status": row.get("status"),
-                    "error": mask_text(row.get("error")),
-                    "attempts": row.get("attempts"),
-                }
-                for number, row in enumerate(rows, start=1)
-                if row.get("status") in ("failed", "invalid")
-            ]
-
-    problems, _ = state.tables.get(("problems", table), load)
+        problems = _table(state, run).problems
     start = (page - 1) * page_size
     return {
         "page": page,

@@ -7,7 +7,8 @@ never from the signing service:
   ``Docsign*`` operator naming ``envelope_id``;
 - **waiting**: a deferred task instance whose trigger is ours (the trigger's ``envelope_ids`` kwarg),
   or a docsign sensor in ``reschedule`` or ``poke`` mode, from its rendered ``envelope_id(s)``;
-- **campaigns**: the ``return_value`` of each finished ``DocsignBulkSendOperator`` task, or what a
+- **campaigns**: the ``return_value`` of each finished task whose serialized operator is the provider's
+  own ``DocsignBulkSendOperator`` (module and class, not a class of that name), or what a
   try that stopped before the end pushed (``STOPPED_XCOM_KEY``).
 
 Every query is bounded: the newest :data:`MAX_XCOM_ROWS` rows of the last ``lookback_days`` days, and
@@ -310,7 +311,7 @@ def campaigns(dag_ids: set[str], lookback_days: float = 90.0) -> list[CampaignRu
     from airflow.utils.session import create_session
 
     query = (
-        _xcoms_of_task_instances(XComModel.timestamp, XComModel.value)
+        _xcoms_of_task_instances(XComModel.timestamp, XComModel.value, TaskInstance.dag_version_id)
         .where(
             XComModel.dag_id.in_(sorted(dag_ids)),
             XComModel.key.in_(["return_value", STOPPED_XCOM_KEY]),
@@ -322,9 +323,12 @@ def campaigns(dag_ids: set[str], lookback_days: float = 90.0) -> list[CampaignRu
     )
     with create_session() as session:
         rows = session.execute(query).all()
+        ours = _our_bulk_tasks(session, {(r[-1], r[2]) for r in rows})
     seen: set[str] = set()
     found: list[CampaignRun] = []
-    for dag_id, run_id, task_id, map_index, stamp, raw in rows:
+    for dag_id, run_id, task_id, map_index, stamp, raw, version in rows:
+        if (version, task_id) not in ours:  # a class named like ours, from a DAG file: not trusted
+            continue
         value = _value(raw)
         if not isinstance(value, dict) or not isinstance(value.get("campaign_id"), str):
             continue
@@ -336,6 +340,47 @@ def campaigns(dag_ids: set[str], lookback_days: float = 90.0) -> list[CampaignRu
         if len(found) >= MAX_CAMPAIGNS:
             break
     return found
+
+
+#: The provider's bulk-send operator, as Airflow serializes it: only its XComs describe campaigns.
+BULK_MODULE, BULK_CLASS = "airflow_provider_docsign.operators.bulk", "DocsignBulkSendOperator"
+
+
+def _our_bulk_tasks(session: Any, wanted: set[tuple[Any, str]]) -> set[tuple[Any, str]]:
+    """The (DAG version, task id) pairs whose serialized operator is the provider's own bulk send.
+
+    Read from the serialized DAG of the version each task instance ran (module and class name, as the
+    dag processor wrote them), so a class of the same name defined in a DAG file is not trusted.
+    """
+    from airflow.models.serialized_dag import SerializedDagModel
+    from sqlalchemy import select
+
+    versions = {v for v, _ in wanted if v is not None}
+    trusted: set[tuple[Any, str]] = set()
+    for version in versions:
+        model = session.execute(
+            select(SerializedDagModel).where(SerializedDagModel.dag_version_id == version)
+        ).scalar()
+        try:
+            tasks = model.data["dag"]["tasks"] if model is not None else []
+        except (KeyError, TypeError, ValueError):
+            continue
+        for task in tasks:
+            spec = task.get("__var", task) if isinstance(task, dict) else {}
+            if spec.get("_task_module") == BULK_MODULE and spec.get("task_type") == BULK_CLASS:
+                trusted.add((version, str(spec.get("task_id"))))
+    return {w for w in wanted if w in trusted}
+
+
+def every_dag(readable: set[str]) -> bool:
+    """Whether ``readable`` holds every DAG Airflow knows (such a user also sees envelopes no DAG made)."""
+    from airflow.models.dag import DagModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        known = set(session.execute(select(DagModel.dag_id)).scalars())
+    return known <= readable
 
 
 def docsign_connection_ids(configured: Iterable[str] = ()) -> list[str]:

@@ -78,6 +78,11 @@ def _status(envelope: Any) -> str:
     return str(getattr(envelope.status, "value", envelope.status))
 
 
+def is_open(envelope: Any) -> bool:
+    """Whether an envelope is still open (not completed, rejected or cancelled): a task may wait on it."""
+    return _status(envelope) in ("PENDING", "DRAFT")
+
+
 def recipient_rows(envelope: Any) -> list[dict[str, Any]]:
     """Each recipient: role, masked e-mail, signing state, link expiry (never the name's token)."""
     return [

@@ -32,7 +32,11 @@ def listed(conn: str, pushed: dict[str, Any]) -> dict[str, Any]:
     from airflow_provider_docsign.ui.settings import UiSettings
 
     run = CampaignRun("docsign_bulk", "manual__1", "bulk", -1, None, pushed)
-    (row,) = campaign_summaries(State(UiSettings()), conn, [run], "/", DocsignHook)["campaigns"]
+    checkpoint = pushed.get("checkpoint")
+    named = isinstance(checkpoint, str) and checkpoint.startswith("file://")
+    where = str(Path(checkpoint[len("file://") :]).parent) if named else "/nonexistent"
+    settings = UiSettings(result_locations=(where,))  # the folder the api-server may read
+    (row,) = campaign_summaries(State(settings), conn, [run], "/", DocsignHook)["campaigns"]
     return row
 
 

@@ -49,7 +49,7 @@ def test_a_stopped_campaign_is_listed_with_its_reason_and_read_from_its_checkpoi
 
     run = CampaignRun("docsign_bulk", "manual__1", "bulk", -1, "2026-11-26T12:00:00+00:00", pushed)
     assert run.stopped
-    state = State(UiSettings())
+    state = State(UiSettings(result_locations=(str(tmp_path),)))  # the api-server may read it there
     hooks: list[DocsignHook] = []
 
     def hook_of(conn_id: str) -> DocsignHook:

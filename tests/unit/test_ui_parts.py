@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -242,18 +243,31 @@ def test_the_plugin_is_offered_only_where_the_ui_can_load_it() -> None:
         assert DocsignUiPlugin.external_views == []
 
 
-def test_a_campaign_table_is_opened_with_its_object_stores_connection() -> None:
-    from airflow_provider_docsign.ui.campaigns import table_location
+def test_a_campaign_file_is_opened_only_in_a_configured_place_with_its_connection(tmp_path: Path) -> None:
+    from airflow_provider_docsign.ui.locations import Refused, allow, parse_places
 
-    s3 = {"result_table": "s3://bucket/runs/results.jsonl", "result_table_conn_id": "docsign_s3"}
-    assert table_location(s3) == "s3://docsign_s3@bucket/runs/results.jsonl"
-    assert table_location({"result_table": "s3://bucket/r.jsonl"}) == "s3://bucket/r.jsonl"
-    assert (
-        table_location({"result_table": "file:///data/r.jsonl", "result_table_conn_id": None})
-        == "/data/r.jsonl"
-    )
-    with pytest.raises(ValueError, match="names no result table"):
-        table_location({"campaign_id": "c"})
+    places = parse_places([str(tmp_path), "s3://results_s3@bucket/runs"])
+    s3 = allow(places, "s3://bucket/runs/c/results.jsonl", "results_s3")
+    assert s3.target == "s3://results_s3@bucket/runs/c/results.jsonl"
+    assert not s3.local
+    assert allow(places, f"file://{tmp_path}/r.jsonl").target == str(tmp_path.resolve() / "r.jsonl")
+    for value, conn in [
+        ("s3://bucket/runs/r.jsonl", "someone_elses"),
+        ("s3://other/runs/r.jsonl", None),
+        ("s3://bucket/runs/../r.jsonl", None),
+        ("s3://bucket/elsewhere/r.jsonl", None),
+        ("http://127.0.0.1:1/r.jsonl", None),
+        ("/proc/self/environ", None),
+        (f"{tmp_path}/../r.jsonl", None),
+        ("relative.jsonl", None),
+        (None, None),
+    ]:
+        with pytest.raises(Refused):
+            allow(places, value, conn)
+    with pytest.raises(Refused, match="none is configured"):
+        allow((), str(tmp_path / "r.jsonl"))
+    with pytest.raises(ValueError, match="names no connection"):
+        parse_places(["s3://bucket/runs"])
 
 
 @pytest.mark.parametrize("status", ["DRAFT", "CANCELLED"])
