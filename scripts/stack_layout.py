@@ -24,6 +24,11 @@ USERNAME = "admin"
 VIEWER = "viewer"
 S3_CONN_ID = "docsign_s3"
 WORK_BUCKET, ARCHIVE_BUCKET = "docsign-work", "docsign-archive"
+#: Where every worker keeps the campaigns' leases (``[docsign] campaign_lease_dir``): the workers share
+#: no disk, so the default (``$AIRFLOW_HOME/docsign/campaign-leases``, one per worker) would let two
+#: tries of one campaign on two workers both send. An S3 prefix, read with ``docsign_s3``, as
+#: docs/bulk.md tells a deployment on several machines.
+LEASE_DIR = f"s3://{WORK_BUCKET}/campaign-leases"
 WORKERS = ("worker1", "worker2")
 # A module the components import as their hostname callable: the workers' recorded hostnames differ,
 # as they would on two hosts (all processes really run on this machine).
@@ -152,6 +157,9 @@ class StackLayout:
                 "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "30",
                 "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "5",
                 "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "10",
+                # One place for every worker's campaign leases (see LEASE_DIR).
+                "AIRFLOW__DOCSIGN__CAMPAIGN_LEASE_DIR": LEASE_DIR,
+                "AIRFLOW__DOCSIGN__CAMPAIGN_LEASE_CONN_ID": S3_CONN_ID,
                 "DOCSIGN_EXAMPLE_WORK_DIR": f"s3://{S3_CONN_ID}@{WORK_BUCKET}/runs",
                 "DOCSIGN_EXAMPLE_ARCHIVE_DIR": f"s3://{S3_CONN_ID}@{ARCHIVE_BUCKET}/signed",
                 "DOCSIGN_EXAMPLE_POKE_INTERVAL": str(self.poke_interval),
@@ -206,6 +214,7 @@ class StackLayout:
                 f"                  {S3_CONN_ID} -> S3 at {self.s3_url}",
                 f"Object storage  : s3://{WORK_BUCKET}/runs (work_dir)",
                 f"                  s3://{ARCHIVE_BUCKET}/signed (archive)",
+                f"                  {LEASE_DIR} (campaign leases, every worker)",
                 f"Stack directory : {self.base}   (logs in {self.base / 'logs'})",
                 "Stop it with    : make stack-down",
             ]

@@ -17,6 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_docsign.service.expiry import expired_recipients
+from airflow_provider_docsign.service.unsigned import expired_reason, rejection_reason
+
 if TYPE_CHECKING:
     from airflow_provider_docsign.archive.archiver import EnvelopeArchiver
     from airflow_provider_docsign.archive.store import Store
@@ -28,7 +31,6 @@ _MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 #: At most this many not-signed envelopes are listed in the XCom (``not_signed`` counts them all; the
 #: task's log names every one).
 MAX_LISTED_UNSIGNED = 1000
-_MAX_REASON = 500
 
 
 def existing_manifest(archiver: EnvelopeArchiver, envelope: Envelope, store: Store) -> dict[str, Any] | None:
@@ -87,28 +89,21 @@ def existing_manifest(archiver: EnvelopeArchiver, envelope: Envelope, store: Sto
 def unsigned_entry(envelope: Envelope) -> dict[str, Any]:
     """What the XCom and the log say of an envelope that is not archived because it is not COMPLETED.
 
-    :param envelope: The envelope as just read (REJECTED, CANCELLED, PENDING or DRAFT).
-    :return: ``{"envelope_id", "status", "reason"}``; ``reason`` joins the recipients' rejection
-        reasons (``None`` when no recipient gave one), each cut to 500 characters.
-    """
-    from airflow_provider_docsign.service.expiry import expired_recipients, mask_email
+    The reason is worded as the campaign's wait words it
+    (:mod:`airflow_provider_docsign.service.unsigned`): who rejected it and what they wrote, or whose
+    signing link expired and when, each recipient named by id, role and masked e-mail.
 
+    :param envelope: The envelope as just read (REJECTED, CANCELLED, PENDING or DRAFT).
+    :return: ``{"envelope_id", "status", "reason"}``; ``reason`` is ``None`` when there is nothing to
+        say (cancelled, or pending with every link still valid).
+    """
     status = str(getattr(envelope.status, "value", envelope.status)) if envelope.status is not None else None
-    reasons = [
-        f"recipient {r.id}: {' '.join(r.rejection_reason.split())[:_MAX_REASON]}"
-        for r in envelope.recipients
-        if r.rejection_reason
-    ]
+    reason: str | None = None
     if status == "REJECTED":
-        reasons = [f"rejected by {'; '.join(reasons)}"] if reasons else ["rejected (no reason given)"]
+        reason = rejection_reason(envelope)
     elif status == "PENDING":
-        # As the wait says it: whose signing link expired, and when (the e-mail masked).
-        reasons += [
-            f"signing link of recipient {r.id} ({r.role or 'unknown role'}, {mask_email(r.email)}) "
-            f"expired at {r.expires_at}"
-            for r in expired_recipients(envelope.recipients)
-        ]
-    return {"envelope_id": envelope.id, "status": status, "reason": "; ".join(reasons) or None}
+        reason = expired_reason(expired_recipients(envelope.recipients))
+    return {"envelope_id": envelope.id, "status": status, "reason": reason}
 
 
 @dataclass

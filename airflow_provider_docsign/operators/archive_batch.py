@@ -319,9 +319,8 @@ class DocsignBatchArchiveOperator(DocsignArchiveSignedDocumentsOperator):
 
     def _skip(self, outcome: BatchOutcome, entry: dict[str, Any]) -> None:
         """Leave out an envelope that is not COMPLETED (``on_unsigned="skip"``): log it once, list it."""
-        reason = entry["reason"]
-        detail = f"; rejection: {reason}" if entry["status"] == "REJECTED" and reason else ""
-        detail = f" ({reason})" if entry["status"] == "DELETED" else detail
+        reason = entry["reason"]  # worded as the wait words it (service/unsigned.py)
+        detail = f" ({reason})" if entry["status"] == "DELETED" else f": {reason}" if reason else ""
         self.log.warning(
             "Not archived (on_unsigned='skip'): envelope %s is %s%s",
             printable(entry["envelope_id"], 200),
@@ -334,10 +333,15 @@ class DocsignBatchArchiveOperator(DocsignArchiveSignedDocumentsOperator):
         try:
             archiver.check_status(envelope)
         except (DocsignEnvelopeNotReadyError, DocsignEnvelopeFailedError) as err:
+            entry = unsigned_entry(envelope)
             if self.on_unsigned == "skip":
-                self._skip(outcome, unsigned_entry(envelope))
-            else:
-                outcome.fail(envelope.id, err, retryable=isinstance(err, DocsignEnvelopeNotReadyError))
+                self._skip(outcome, entry)
+                return False
+            error: Exception = err
+            if entry["reason"]:  # who rejected it and why, or whose link expired: as the wait says it
+                why = f"envelope {envelope.id} is {entry['status']}: {entry['reason']}; nothing was archived"
+                error = type(err)(printable(why, 1000))
+            outcome.fail(envelope.id, error, retryable=isinstance(err, DocsignEnvelopeNotReadyError))
             return False
         except (DocsignArchiveError, DocsignArchiveRefusedError) as err:
             outcome.fail(envelope.id, err, retryable=isinstance(err, DocsignArchiveError))

@@ -26,8 +26,9 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from airflow_provider_docsign._text import printable
-from airflow_provider_docsign.service.expiry import expired_recipients, mask_email
+from airflow_provider_docsign.service.expiry import expired_recipients
 from airflow_provider_docsign.service.models import TERMINAL_STATUSES, Envelope, EnvelopeStatus
+from airflow_provider_docsign.service.unsigned import expired_reason, rejection_reason
 
 __all__ = [
     "DELETED",
@@ -48,8 +49,6 @@ DELETED = "DELETED"
 EXPIRED = "EXPIRED"
 #: How many not-completed envelopes a failure message names.
 FIRST_FEW = 5
-#: A reason is cut to this many characters (a recipient's rejection text can be long).
-MAX_REASON = 500
 
 _TERMINAL = frozenset(s.value for s in TERMINAL_STATUSES)
 
@@ -144,22 +143,6 @@ def _status_text(envelope: Envelope) -> str:
     return status.value if isinstance(status, EnvelopeStatus) else str(status)
 
 
-def _rejection_reason(envelope: Envelope) -> str:
-    parts = []
-    for recipient in envelope.recipients:
-        if (recipient.signing_status or "").upper() != "REJECTED":
-            continue
-        said = recipient.rejection_reason
-        text = repr(said[:MAX_REASON]) if said else "(no reason given)"  # repr escapes control characters
-        parts.append(
-            f"recipient {recipient.id} ({recipient.role or 'unknown role'}, {mask_email(recipient.email)}): "
-            f"{text}"
-        )
-    if not parts:
-        return "rejected; the service recorded no rejecting recipient"
-    return "rejected by " + "; ".join(parts)
-
-
 def settle(
     envelope: Envelope | None,
     envelope_id: str,
@@ -189,7 +172,7 @@ def settle(
     if status == target_status:
         return Outcome(envelope_id, status, None, envelope.completed_at)
     if status == EnvelopeStatus.REJECTED.value:
-        return Outcome(envelope_id, status, _rejection_reason(envelope), envelope.completed_at)
+        return Outcome(envelope_id, status, rejection_reason(envelope), envelope.completed_at)
     if status == EnvelopeStatus.CANCELLED.value:
         reason = "cancelled (the envelope's audit log holds the reason)"
         return Outcome(envelope_id, status, reason, envelope.completed_at)
@@ -202,11 +185,7 @@ def settle(
     expired = expired_recipients(envelope.recipients, moment)
     if not expired:
         return None
-    who = "; ".join(
-        f"recipient {r.id} ({r.role or 'unknown role'}, {mask_email(r.email)}) expired at {r.expires_at}"
-        for r in expired
-    )
-    return Outcome(envelope_id, EXPIRED, f"signing link of {who}")
+    return Outcome(envelope_id, EXPIRED, expired_reason(expired))
 
 
 def settle_many(
