@@ -160,6 +160,8 @@ class StackLayout:
                 # One place for every worker's campaign leases (see LEASE_DIR).
                 "AIRFLOW__DOCSIGN__CAMPAIGN_LEASE_DIR": LEASE_DIR,
                 "AIRFLOW__DOCSIGN__CAMPAIGN_LEASE_CONN_ID": S3_CONN_ID,
+                # The Contracts UI reads campaign files only here, with this connection (docs/ui.md).
+                "AIRFLOW__DOCSIGN__UI_RESULT_LOCATIONS": f"s3://{S3_CONN_ID}@{WORK_BUCKET}/runs",
                 "DOCSIGN_EXAMPLE_WORK_DIR": f"s3://{S3_CONN_ID}@{WORK_BUCKET}/runs",
                 "DOCSIGN_EXAMPLE_ARCHIVE_DIR": f"s3://{S3_CONN_ID}@{ARCHIVE_BUCKET}/signed",
                 "DOCSIGN_EXAMPLE_POKE_INTERVAL": str(self.poke_interval),
