@@ -312,3 +312,14 @@ def mask_email(email: Any) -> str:
     if not at:
         return printable(email[:1]) + "***"
     return printable(f"{local[:1]}***@{domain}", 300)
+
+
+#: An e-mail address inside free text (a service error, a row key, a reason).
+_EMAIL_IN_TEXT = re.compile(r"[^\s@'\"<>(),;:]+@[^\s@'\"<>(),;:]+\.[^\s@'\"<>(),;:]+")
+
+
+def mask_text(value: Any) -> Any:
+    """Every e-mail address inside a string masked (``a***@example.com``); other values as they are."""
+    if not isinstance(value, str):
+        return value
+    return _EMAIL_IN_TEXT.sub(lambda m: mask_email(m.group(0)), value)

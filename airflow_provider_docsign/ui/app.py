@@ -35,6 +35,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from airflow_provider_docsign.exceptions import DocsignError
+from airflow_provider_docsign.service.expiry import mask_text
 from airflow_provider_docsign.ui import lookup, reader
 from airflow_provider_docsign.ui.cache import TtlCache
 from airflow_provider_docsign.ui.campaigns import (
@@ -42,7 +43,6 @@ from airflow_provider_docsign.ui.campaigns import (
     campaign_page,
     campaign_rows,
     campaign_summaries,
-    mask_text,
 )
 from airflow_provider_docsign.ui.locations import Refused
 from airflow_provider_docsign.ui.settings import UiSettings

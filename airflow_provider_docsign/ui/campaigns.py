@@ -17,12 +17,11 @@ connection.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from airflow_provider_docsign.service.expiry import mask_email
+from airflow_provider_docsign.service.expiry import mask_text
 from airflow_provider_docsign.ui import reader
 from airflow_provider_docsign.ui.locations import (
     Refused,
@@ -41,17 +40,6 @@ LIST_REQUESTS = 100
 LIST_TABLES = 20
 #: A campaign's view reads the service's state of at most this many envelopes (250 requests).
 MAX_CAMPAIGN_ENVELOPES = 5_000
-#: A string that looks like an e-mail address (row keys and errors may hold one).
-_EMAIL = re.compile(r"[^\s@'\"<>(),;:]+@[^\s@'\"<>(),;:]+\.[^\s@'\"<>(),;:]+")
-
-
-def mask_text(value: Any) -> Any:
-    """Every e-mail address inside a string masked (``a***@example.com``); other values as they are."""
-    if not isinstance(value, str):
-        return value
-    return _EMAIL.sub(lambda m: mask_email(m.group(0)), value)
-
-
 #: The most a count may be (the bulk operator's rows are far fewer); more is a data error.
 MAX_COUNT = 10_000_000
 

@@ -26,6 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from airflow_provider_docsign.service.expiry import mask_text
+
 #: A line of a result table longer than this is refused (the table is not a result table).
 MAX_LINE_BYTES = 1024 * 1024
 #: At most this many bytes of a result table (or Parquet file) are read.
@@ -174,8 +176,6 @@ class Table:
 
 
 def _short(value: Any) -> Any:
-    from airflow_provider_docsign.ui.campaigns import mask_text
-
     if value is None or isinstance(value, int | float | bool):
         return value
     return mask_text(str(value)[:MAX_TEXT])

@@ -207,7 +207,7 @@ def test_a_row_holds_no_token_no_raw_json_and_no_plain_email() -> None:
 
 
 def test_emails_inside_row_keys_and_reasons_are_masked() -> None:
-    from airflow_provider_docsign.ui.campaigns import mask_text
+    from airflow_provider_docsign.service.expiry import mask_text
 
     assert (
         mask_text("invalid e-mail 'bob.smith@corp.example' in row 3")
