@@ -23,6 +23,14 @@ GROUPS := --group dev
 # The distributed stack (Celery, PostgreSQL driver, Playwright) is Airflow 3 only.
 GROUPS3 := $(GROUPS) --group stack
 UV_INSTALL = bin/uv pip install --compile-bytecode
+# The suite runs on WORKERS pytest-xdist workers (4 on 2 cores: most tests wait on sockets and servers,
+# not on the CPU). Each module runs whole on one worker, and the `distributed` group shares one worker
+# and one stack (tests/conftest.py's scheduler); every worker has its own Airflow home, sandbox and S3
+# server. WORKERS=0 runs everything in this one process, one test at a time, as before.
+WORKERS ?= 4
+PARALLEL = -n $(WORKERS)
+# Every run ends with its twenty slowest tests, so a new slow test is seen the day it lands.
+SLOWEST = --durations=20
 
 # Each venv is (re)installed only when pyproject.toml or this Makefile changes. Its marker is touched
 # last, so a failed install leaves none and the next `make` tries again.
@@ -49,7 +57,7 @@ $(DEMO_VENV)/.installed: pyproject.toml Makefile
 		"apache-airflow==$(AIRFLOW3_VERSION)" ".[sandbox]"
 	touch $@
 
-.PHONY: help install install-airflow2 lint typecheck test test-core test-airflow2 test-random system-test demo dist \
+.PHONY: help install install-airflow2 lint typecheck check test test-core test-airflow2 test-random system-test demo dist \
 	bench clean stack stack-down bench-distributed bench-bulk
 
 help:
@@ -58,8 +66,10 @@ help:
 	@echo "make test           lint, type-check and run the whole suite on Airflow $(AIRFLOW3_VERSION); first checks"
 	@echo "                    PostgreSQL, Redis and Chromium (installs them with apt-get as root or with sudo)"
 	@echo "make test-core      the same without the distributed group: no PostgreSQL, Redis or Chromium needed"
+	@echo "make check          the loop while working: lint, format, types, unit, contract and quick hostile tests"
 	@echo "make test-airflow2  run the suite (without the distributed group) on Airflow $(AIRFLOW2_VERSION) (.venv-af2)"
-	@echo "make test-random    the integration suite RUNS=10 times, each in a random order (seed in the log)"
+	@echo "make test-random    the integration and hostile suites RUNS=10 times in parallel, each in a random"
+	@echo "                    order (the seed in the log; SEED=N repeats one)"
 	@echo "make install        create .venv: Airflow $(AIRFLOW3_VERSION), the provider (editable) and the dev tools"
 	@echo "make install-airflow2  the same on Airflow $(AIRFLOW2_VERSION) in .venv-af2"
 	@echo "make lint           ruff check and ruff format --check"
@@ -94,25 +104,36 @@ test:
 	@found=$$($(PYTHON) scripts/stack.py preflight --browser --install) || exit $$?
 	eval "$$found"
 	make --no-print-directory lint typecheck || exit $$?
-	echo "bash .ci/pytest.sh $(VENV)"
-	bash .ci/pytest.sh $(VENV)
+	echo "bash .ci/pytest.sh $(VENV) $(PARALLEL) $(SLOWEST)"
+	bash .ci/pytest.sh $(VENV) $(PARALLEL) $(SLOWEST)
 
 # Everything but the distributed group: needs neither PostgreSQL, Redis nor Chromium, nor the network.
 test-core: lint typecheck
-	bash .ci/pytest.sh $(VENV) -m "not distributed"
+	bash .ci/pytest.sh $(VENV) $(PARALLEL) $(SLOWEST) -m "not distributed"
 
-# The integration suite RUNS times in a row, each in a new random order (its seed is in the log's
-# header: rerun one with --random-order-seed=N). Stops at the first red run.
+# The loop while working (under 2 minutes on 2 cores): lint, format, types, then the tests that start
+# no Airflow and no server of their own beyond the session's sandbox: unit, contract, and the hostile
+# modules that need no Airflow stack, api-server or end-to-end run (marker `quick`, tests/conftest.py).
+check: lint typecheck
+	bash .ci/pytest.sh $(VENV) $(PARALLEL) $(SLOWEST) -q -m "quick" tests/unit tests/contract tests/hostile
+
+# The parallel suite (integration and hostile modules) RUNS times in a row, each in a new random order
+# on the WORKERS workers. Every worker must collect the same order, so the seed is chosen here, printed,
+# and given to all of them: rerun one with `make test-random RUNS=1 SEED=N`. Stops at the first red run.
 RUNS ?= 10
+SEED ?=
+RANDOM_SUITE ?= tests/integration tests/hostile
 test-random: install
 	for run in $$(seq 1 $(RUNS)); do
-		echo "[make test-random] run $$run of $(RUNS)"
-		bash .ci/pytest.sh $(VENV) tests/integration --random-order-bucket=global
+		seed=$(if $(SEED),$(SEED),$$(( (RANDOM << 15) | RANDOM )))
+		echo "[make test-random] run $$run of $(RUNS): seed $$seed (rerun: make test-random RUNS=1 SEED=$$seed)"
+		bash .ci/pytest.sh $(VENV) $(PARALLEL) -q --random-order-bucket=global --random-order-seed=$$seed \
+			$(RANDOM_SUITE)
 	done
 
 # The distributed stack runs Airflow $(AIRFLOW3_VERSION); on 2.11 its tests are deselected, not skipped.
 test-airflow2: install-airflow2
-	bash .ci/pytest.sh $(VENV2) -m "not distributed"
+	bash .ci/pytest.sh $(VENV2) $(PARALLEL) $(SLOWEST) -m "not distributed"
 
 $(BUILD_VENV)/.installed: Makefile
 	test -x $(BUILD_VENV)/bin/python || $(PYTHON) -m venv $(BUILD_VENV)

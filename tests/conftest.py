@@ -22,6 +22,16 @@ _HOME = os.environ.get("AIRFLOW_HOME") or ""
 if not _HOME:  # run outside .ci/pytest.sh: make a private home and remove it at exit
     _HOME = tempfile.mkdtemp(prefix="docsign-airflow-home-")
     atexit.register(shutil.rmtree, _HOME, ignore_errors=True)
+# Under pytest-xdist every worker is its own Airflow: a home, a SQLite database and a Fernet key of
+# its own, so two workers never share a metadata database (SQLite serialises writers, and a
+# ``db migrate`` beside a running ``dag.test()`` would fail one of them).
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _WORKER:
+    _HOME = os.path.join(_HOME, f"xdist-{_WORKER}")
+    os.makedirs(_HOME, exist_ok=True)
+    _shared_db = os.environ.get("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", "")
+    if _shared_db.startswith("sqlite"):  # the controller's SQLite file: never shared between workers
+        del os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
 os.environ["AIRFLOW_HOME"] = _HOME
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
@@ -47,6 +57,66 @@ API_KEY = "api_sandboxtestkey01"
 # (``make system-test``). ``.ci/pytest.sh`` clears them for every other run.
 SYSTEM_VARIABLES = ("DOCSIGN_SYSTEM_URL", "DOCSIGN_SYSTEM_API_KEY")
 collect_ignore = [] if all(os.environ.get(v) for v in SYSTEM_VARIABLES) else ["system"]
+
+
+#: What starts first (lower first): the longest work, so that no worker is left with it at the end.
+#: The distributed stack (minutes), then the live Airflow stack and the api-server modules, then the
+#: end-to-end runs; the rest keeps its collection order.
+_FIRST = ("tests/distributed/", "tests/e2e/test_livestack.py", "_ui_contracts", "tests/e2e/")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark ``make check``'s tests ``quick``, and put the longest work first (see :data:`_FIRST`)."""
+    for item in items:
+        if _quick(item):
+            item.add_marker(pytest.mark.quick)
+    # A stable sort; ``make test-random`` shuffles after it (pytest-random-order's hook runs later).
+    items.sort(key=lambda item: _rank(item.nodeid))
+
+
+def _group(nodeid: str) -> str:
+    """The unit of work a pytest-xdist worker takes whole: the test's module, or for the ``distributed``
+    group (tests/distributed/) all of it, since its modules share one stack for the session."""
+    path = nodeid.split("::", 1)[0]
+    return "tests/distributed/" if path.startswith("tests/distributed/") else path
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under pytest-xdist (``make test``'s ``-n WORKERS``), each module runs whole on one worker.
+
+    So a module-scoped fixture (an api-server, an auto-signing sandbox, a built wheel) starts once, and
+    no module depends on how tests are spread. Modules run in parallel with each other: each worker has
+    its own Airflow home, metadata database, sandbox and S3 server (the top of this file), and every
+    server binds a free port. Units are handed out in collection order (longest first, see
+    :func:`pytest_collection_modifyitems`), not xdist's default of the most tests first.
+
+    (xdist's own ``--dist loadgroup`` marks cannot do this on pytest 9.2: xdist 3.8 renames a test by
+    setting ``item._nodeid``, which pytest 9.2 no longer reads, so every test became its own group.)
+    """
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid)
+
+    config.option.loadscopereorder = False
+    return ModuleScheduling(config, log)
+
+
+#: Fixtures that start a server or an Airflow database: a hostile test that uses none is ``quick``.
+SERVER_FIXTURES = frozenset({"sandbox_session", "autosign_sandbox", "airflow_db", "moto_endpoint"})
+
+
+def _quick(item: pytest.Item) -> bool:
+    """``make check``'s tests: every unit and contract test, and the hostile tests that need no server."""
+    path = item.nodeid.split("::", 1)[0]
+    if path.startswith(("tests/unit/", "tests/contract/")):
+        return True
+    return path.startswith("tests/hostile/") and not SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))
+
+
+def _rank(nodeid: str) -> int:
+    return next((i for i, part in enumerate(_FIRST) if part in nodeid), len(_FIRST))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -80,9 +80,13 @@ def test_contract_signing_renders_to_and_archives_on_s3(
 
 
 def test_bulk_campaign_keeps_rows_results_checkpoint_and_archive_on_s3(
-    s3_env: dict[str, Any], autosign_sandbox: SandboxServer
+    s3_env: dict[str, Any], autosign_sandbox: SandboxServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = s3_env.pop("client")
+    # The lease where docs/bulk.md puts it for workers that share no disk: an S3 prefix of its own,
+    # set by the admin ([docsign] campaign_lease_dir), not beside the result table.
+    monkeypatch.setenv("AIRFLOW__DOCSIGN__CAMPAIGN_LEASE_DIR", f"s3://{WORK}/leases")
+    monkeypatch.setenv("AIRFLOW__DOCSIGN__CAMPAIGN_LEASE_CONN_ID", CONN)
     customers = [
         {"id": f"S-{n}", "name": f"Sam {n}", "email": f"sam{n}@example.test", "company": f"Co {n}"}
         for n in range(3)
@@ -90,18 +94,17 @@ def test_bulk_campaign_keeps_rows_results_checkpoint_and_archive_on_s3(
     dag_run = run_example("docsign_bulk_signing", customers=customers, **s3_env)
 
     assert set(task_states(dag_run).values()) == {"success"}, task_states(dag_run)
-    names = {key.rsplit("/", 1)[-1] for key in _keys(client, WORK)}
-    (lease,) = [n for n in names if n.startswith(".docsign-campaign-") and n.endswith(".lease.json")]
-    assert names == {
+    keys = _keys(client, WORK)
+    # The campaign's lease (S3 conditional writes) under the configured prefix, given back at the end.
+    (lease_key,) = [k for k in keys if k.startswith("leases/")]
+    assert json.loads(client.get_object(Bucket=WORK, Key=lease_key)["Body"].read())["owner"] is None
+    assert {key.rsplit("/", 1)[-1] for key in keys if key != lease_key} == {
         "rows.jsonl",
         "results.jsonl",
         "results.jsonl.checkpoint.json",
         "results.jsonl.outcome.jsonl",  # the wait's report: each envelope's final status
-        lease,  # the campaign's lease (S3 conditional writes), given back at the end
         "report.json",
     }
-    (lease_key,) = [k for k in _keys(client, WORK) if k.endswith(lease)]
-    assert json.loads(client.get_object(Bucket=WORK, Key=lease_key)["Body"].read())["owner"] is None
     (results_key,) = [k for k in _keys(client, WORK) if k.endswith("/results.jsonl")]
     table = [
         json.loads(line)

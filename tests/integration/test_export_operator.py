@@ -278,8 +278,12 @@ def test_export_to_s3_replaces_the_partition_objects(
 def test_export_paces_itself_on_rate_limit_headers_before_any_429(
     tmp_path: Path, api_key: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A sandbox allowing 10 requests a minute; the export needs about 16: it waits, never gets a 429."""
-    with SandboxServer(tmp_path / "limited", api_key=api_key, extra_args=["--rate-limit", "10"]) as limited:
+    """A sandbox allowing 10 requests a window; the export needs about 16: it waits, never gets a 429.
+
+    The window is 6 s, not the real service's 60: the pacing reads the same ``X-RateLimit-*`` headers
+    either way, and the test waits one short window instead of most of a minute.
+    """
+    with SandboxServer(tmp_path / "limited", api_key=api_key, rate_limit=10, rate_window=6) as limited:
         monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_DEFAULT", conn_json(limited, pii_hash_key=HASH_KEY))
         limited.seed(synthetic_envelopes(12, days=1, first_day=datetime(2026, 11, 2, tzinfo=timezone.utc)))
         result = run_export(tmp_path / "out", read_sent_times=True, folder_ids=[None])
