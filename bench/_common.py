@@ -309,6 +309,79 @@ def median_ratio_noise(a: Sequence[float], b: Sequence[float], *, rounds: int = 
     return (high - low) / 2 / point
 
 
+def paired_walls(
+    base: Sequence[Mapping[str, Any]], client: Sequence[Mapping[str, Any]]
+) -> list[tuple[float, float]]:
+    """``(base wall, client wall)`` of the successful runs made side by side: the same ``slot`` (or
+    ``rep`` when runs carry no slot), the median of each side's runs in it. The benchmarks alternate
+    their clients transfer by transfer, so a pair met the same load."""
+    sides: dict[Any, tuple[list[float], list[float]]] = {}
+    for index, runs in ((0, base), (1, client)):
+        for run in runs:
+            if run.get("ok") and run.get("wall_s", 0) > 0:
+                key = tuple(run["slot"]) if run.get("slot") is not None else run.get("rep")
+                sides.setdefault(key, ([], []))[index].append(float(run["wall_s"]))
+    return [(statistics.median(a), statistics.median(b)) for a, b in sides.values() if a and b]
+
+
+def paired_ratio_noise(pairs: Sequence[tuple[float, float]], *, rounds: int = 2000, seed: int = 0) -> float:
+    """How far the median of the paired ratios ``base / client`` moves by chance, relative to its value:
+    the half-width of its 90 % bootstrap interval (fixed ``seed``); 0 with fewer than 3 pairs."""
+    if len(pairs) < 3:
+        return 0.0
+    ratios = [a / b for a, b in pairs]
+    rng = random.Random(seed)
+    draws = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(rounds))
+    low, high = draws[int(0.05 * rounds)], draws[int(0.95 * rounds) - 1]
+    return (high - low) / 2 / statistics.median(ratios)
+
+
+def ratio_noise(base: Sequence[Mapping[str, Any]], client: Sequence[Mapping[str, Any]]) -> float:
+    """This run's noise of the throughput ratio ``median(base) / median(client)``: the wider of the
+    bootstrap interval of the ratio of medians (:func:`median_ratio_noise`) and that of the median of
+    the side-by-side pairs (:func:`paired_ratio_noise`). The first sees each client's own spread, the
+    second the load that changed between pairs; either alone was seen to understate a run's noise."""
+    a = [float(r["wall_s"]) for r in base if r.get("ok")]
+    b = [float(r["wall_s"]) for r in client if r.get("ok")]
+    return max(median_ratio_noise(a, b), paired_ratio_noise(paired_walls(base, client)))
+
+
+def throughput_target(
+    what: str,
+    base: Sequence[Mapping[str, Any]],
+    client: Sequence[Mapping[str, Any]],
+    goal: float,
+    *,
+    max_tolerance: float,
+) -> dict[str, Any]:
+    """The target "the client's throughput at least ``goal`` x the baseline's", judged with this run's
+    noise as the sdk comparison is: met when ``ratio >= goal x (1 - allowed)``, ``allowed`` being the
+    run's measured noise of the ratio (:func:`ratio_noise`) but never more than ``max_tolerance``. So a
+    client at the goal passes whatever the noise, one truly slower fails, and no noise excuses more
+    than the stated cap. Not met when either side has no successful run.
+    """
+    goal_text = f">= {goal:g}x, less this run's noise (at most {max_tolerance:.0%})"
+    a = [float(r["wall_s"]) for r in base if r.get("ok")]
+    b = [float(r["wall_s"]) for r in client if r.get("ok")]
+    if not (a and b):
+        missing = "the baseline" if not a else "the client"
+        return {
+            "what": what,
+            "target": goal_text,
+            "measured": f"not measured ({missing}: no run)",
+            "met": False,
+        }
+    ratio = statistics.median(a) / statistics.median(b)
+    noise = ratio_noise(base, client)
+    allowed = min(noise, max_tolerance)
+    return {
+        "what": what,
+        "target": goal_text,
+        "measured": f"{ratio:.2f}x (noise ±{noise:.0%}, allowed {allowed:.0%})",
+        "met": ratio >= goal * (1 - allowed),
+    }
+
+
 # ------------------------------------------------------------------------------------------- targets
 def target_met(target: Mapping[str, Any]) -> bool:
     """Whether one target row of a result (``{"what", "target", "measured", "met"}``) is met.

@@ -39,11 +39,12 @@ from _common import (
     API_KEY,
     MB,
     make_pdfs,
-    median_ratio_noise,
+    ratio_noise,
     run_measured,
     sandbox,
     spread,
     temp_dir,
+    throughput_target,
     write_result,
 )
 from _served import served_clients
@@ -87,13 +88,18 @@ BIG_REPEATS = 4
 BUSY_CPU = 2
 BUSY_RATE = 50.0
 BUSY_SECONDS = 300.0
-#: The hook's throughput target against curl, in both modes (issue 38; 0.8x before).
+#: The hook's throughput target against curl, in both modes (issue 38; 0.8x before). Like every
+#: throughput target it is judged with the run's own noise (:func:`_common.throughput_target`, issue
+#: 50): 0.9x less the measured noise, capped at MAX_NOISE_ALLOWED. Why 0.9 and not 1.0: curl sends
+#: from C with sendfile-sized writes and no Python; the hook streams the same multipart through
+#: requests-toolbelt, and measured at 0.92-1.18x of curl over issues 38-50 (docs/benchmarks.md).
 MIN_RATIO = 0.9
-#: The most the hook may fall below documenso-sdk's ratio and still meet "at least the sdk's ratio":
-#: each run allows its own measured noise of that comparison (a 90 % bootstrap half-width), up to this.
-#: Why it is needed (issue 38, docs/benchmarks.md): in busy mode one 120 MB upload's wall time varies
-#: by +-40 % around its median (IQR), so 20 runs a client pin the hook/sdk ratio to +-8-15 %.
-MAX_SDK_TOLERANCE = 0.10
+#: Every throughput target allows at most this much of its run's measured noise (a 90 % bootstrap
+#: half-width): a run noisier than that cannot excuse a slower client.
+MAX_NOISE_ALLOWED = 0.10
+#: The download against curl + sha256sum, the same work as the hook's (it hashes what it writes):
+#: 0.8x, unchanged since issue 10 (measured 2.6-3.7x: the hook hashes while it downloads).
+SAME_WORK_RATIO = 0.8
 UPLOAD_COLUMNS = ["mode", *COLUMNS[:4], "wall spread %", *COLUMNS[4:]]
 
 
@@ -202,25 +208,24 @@ def summarize(
                 }
             )
             targets.append(
-                {
-                    "what": f"hook {what} throughput vs curl, {total_mb:.0f} MB{suffix}",
-                    "target": f">= {min_ratio:g}x",
-                    "measured": f"{ratio:.2f}x" if ratio is not None else "not measured (curl failed)",
-                    "met": ratio is not None and ratio >= min_ratio,
-                }
+                throughput_target(
+                    f"hook {what} throughput vs curl, {total_mb:.0f} MB{suffix}",
+                    results["curl"],
+                    runs,
+                    min_ratio,
+                    max_tolerance=MAX_NOISE_ALLOWED,
+                )
             )
         if client == "hook" and min(sizes) >= 40 and results.get("curl_sha"):
-            same = [r["wall_s"] for r in results["curl_sha"] if r.get("ok")]
-            if same:
-                ratio_same = statistics.median(same) / wall
-                targets.append(
-                    {
-                        "what": f"hook {what} throughput vs curl + sha256sum (same work), {total_mb:.0f} MB",
-                        "target": ">= 0.8x",
-                        "measured": f"{ratio_same:.2f}x",
-                        "met": ratio_same >= 0.8,
-                    }
+            targets.append(
+                throughput_target(
+                    f"hook {what} throughput vs curl + sha256sum (same work), {total_mb:.0f} MB",
+                    results["curl_sha"],
+                    runs,
+                    SAME_WORK_RATIO,
+                    max_tolerance=MAX_NOISE_ALLOWED,
                 )
+            )
     return rows, targets
 
 
@@ -256,7 +261,7 @@ def sdk_target(
     """The target "the hook's ratio to curl at least documenso-sdk's", judged on the medians.
 
     Met when ``hook ratio >= sdk ratio x (1 - allowed)``, ``allowed`` being this run's measured noise
-    of that comparison (:func:`_common.median_ratio_noise`) but never more than ``max_tolerance``;
+    of that comparison (:func:`_common.ratio_noise`) but never more than ``max_tolerance``;
     not met when any of the three has no successful run (a figure not measured is not a target met).
     """
     hook, sdk, curl = walls(results["hook"]), walls(results["sdk"]), walls(results["curl"])
@@ -272,7 +277,7 @@ def sdk_target(
         }
     base = statistics.median(curl)
     hook_ratio, sdk_ratio = base / statistics.median(hook), base / statistics.median(sdk)
-    noise = median_ratio_noise(sdk, hook)
+    noise = ratio_noise(results["sdk"], results["hook"])
     allowed = min(noise, max_tolerance)
     return {
         "what": what,
@@ -385,7 +390,7 @@ def mode_rows(
             rows.append([mode, *row[:4], None if spread_pct is None else 100 * spread_pct, *row[4:]])
         if min(sizes) >= 40:
             targets += set_targets
-            targets.append(sdk_target(results[label], total_mb, mode, MAX_SDK_TOLERANCE))
+            targets.append(sdk_target(results[label], total_mb, mode, MAX_NOISE_ALLOWED))
     return rows, targets
 
 
@@ -458,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
     notes.append(
         "Target 'at least documenso-sdk's ratio': hook ratio >= sdk ratio x (1 - allowed); allowed = "
         "this run's noise of median(sdk) / median(hook) (half-width of its 90 % bootstrap interval, "
-        f"fixed seed), at most {MAX_SDK_TOLERANCE:.0%}: a miss means the hook is slower by more than "
+        f"fixed seed), at most {MAX_NOISE_ALLOWED:.0%}: a miss means the hook is slower by more than "
         "chance explains."
     )
     write_result(
