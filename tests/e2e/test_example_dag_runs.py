@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -188,13 +189,24 @@ def test_folders_dag_is_idempotent_per_month(
         _assert_archived_signed_bytes(autosign_sandbox, manifest_path, manifest, archive_dir)
 
 
+@pytest.fixture
+def quiet_sandbox(tmp_path: Path, api_key: str) -> Iterator[SandboxServer]:
+    """A sandbox whose signers never sign by themselves; stopped by its handle."""
+    with SandboxServer(tmp_path / "no-autosign", api_key=api_key) as server:
+        yield server
+
+
 def test_rejected_signer_fails_at_the_sensor_and_archives_nothing(
     example_env: dict[str, Any],
-    autosign_sandbox: SandboxServer,
+    quiet_sandbox: SandboxServer,
+    monkeypatch: pytest.MonkeyPatch,
     capfd: pytest.CaptureFixture[str],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     reason = "Clause 7 caps our liability too low"
+    # Not the module's auto-signing sandbox (it signs 1 s after sending): on a busy machine that
+    # signature could land before the DAG records the rejection, which is then refused.
+    monkeypatch.setenv("AIRFLOW_CONN_DOCSIGN_DEFAULT", sandbox_conn_json(quiet_sandbox))
     dag_run = run_example("docsign_rejected_signer", reason=reason, **example_env)
 
     assert _state(dag_run.state) == "failed"

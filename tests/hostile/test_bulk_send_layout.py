@@ -135,8 +135,13 @@ def test_two_tries_with_result_tables_in_two_run_folders_started_together_send_e
     assert len(counts) == 30
     assert set(counts.values()) == {1}
     assert sum(1 for r in sandbox.requests() if r["path"] == "/envelope/use") == 30
-    # The later try waited for the lease (in any folder, any store), then adopted what the first sent.
-    assert any("'adopted': 30" in text for _, text in outputs), outputs
+    # One try sent all 30; a later one waited for the lease (in any folder, any store) and adopted
+    # them, or, when the owner was still sending after one stale period (a busy machine), failed
+    # naming it (checked by _one_sends). Which of the two happens depends on the machine's speed.
+    green = [text for code, text in outputs if code == 0]
+    assert all("'sent': 30" in text for text in green), outputs  # every row reported sent
+    assert sum("'adopted': 0," in text for text in green) == 1, outputs  # by one sender
+    assert all("'adopted': 0," in text or "'adopted': 30," in text for text in green), outputs
 
 
 def test_a_live_owner_is_waited_for_one_stale_period_then_named_and_nothing_is_sent(
