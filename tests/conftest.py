@@ -81,7 +81,7 @@ def _group(nodeid: str) -> str:
     return "tests/distributed/" if path.startswith("tests/distributed/") else path
 
 
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+class _ModulePerWorker:
     """Under pytest-xdist (``make test``'s ``-n WORKERS``), each module runs whole on one worker.
 
     So a module-scoped fixture (an api-server, an auto-signing sandbox, a built wheel) starts once, and
@@ -92,15 +92,24 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     (xdist's own ``--dist loadgroup`` marks cannot do this on pytest 9.2: xdist 3.8 renames a test by
     setting ``item._nodeid``, which pytest 9.2 no longer reads, so every test became its own group.)
+    Registered only when xdist is loaded (:func:`pytest_configure`): its hook is unknown without it.
     """
-    from xdist.scheduler import LoadScopeScheduling
 
-    class ModuleScheduling(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return _group(nodeid)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        from xdist.scheduler import LoadScopeScheduling
 
-    config.option.loadscopereorder = False
-    return ModuleScheduling(config, log)
+        class ModuleScheduling(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                return _group(nodeid)
+
+        config.option.loadscopereorder = False
+        return ModuleScheduling(config, log)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Hand xdist the module-per-worker scheduler when it is loaded (``-p no:xdist`` leaves it out)."""
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_ModulePerWorker(), "docsign-module-per-worker")
 
 
 #: Fixtures that start a server or an Airflow database: a hostile test that uses none is ``quick``.
