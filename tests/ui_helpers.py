@@ -9,6 +9,9 @@ The process is stopped by its own process group at the end.
 
 :func:`seed_contracts` stores 50 envelopes in a sandbox, in several states, and says which of them are
 stalled by the provider's definition (PENDING for more than 7 days, or with an expired signing link).
+
+:class:`Listener` stands in for an internal host (it counts the connections it is offered), and
+:func:`rss_kib` reads the api-server's resident memory.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -294,3 +298,47 @@ def tokens_of(sandbox: Any, ids: list[str]) -> set[str]:
             if recipient.get("token"):
                 found.add(str(recipient["token"]))
     return found
+
+
+class Listener:
+    """A TCP listener on 127.0.0.1 that counts the connections it is offered (stopped by its handle)."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = int(self.sock.getsockname()[1])
+        self.accepted = 0
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted += 1
+            conn.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join(5)
+        self.sock.close()
+
+
+def rss_kib(server: ApiServer) -> int:
+    """The resident memory of every process of the api-server's process group, in KiB."""
+    assert server.proc is not None
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == server.proc.pid:  # the process group
+                status = (stat.parent / "status").read_text()
+                total += int(status.split("VmRSS:")[1].split()[0]) if "VmRSS:" in status else 0
+        except (OSError, IndexError, ValueError):
+            continue
+    return total

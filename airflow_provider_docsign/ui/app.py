@@ -16,7 +16,6 @@ shows as text.
 
 from __future__ import annotations
 
-import math
 import os
 from datetime import datetime, timezone
 from importlib import resources
@@ -24,7 +23,6 @@ from typing import Annotated, Any
 
 from airflow.api_fastapi.app import get_auth_manager
 from airflow.api_fastapi.auth.managers.models.resource_details import (
-    ConnectionDetails,
     DagAccessEntity,
     DagDetails,
 )
@@ -36,7 +34,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from airflow_provider_docsign.exceptions import DocsignError
 from airflow_provider_docsign.service.expiry import mask_text
-from airflow_provider_docsign.ui import lookup, reader
+from airflow_provider_docsign.ui import access, batches, lookup, reader
 from airflow_provider_docsign.ui.cache import TtlCache
 from airflow_provider_docsign.ui.campaigns import (
     campaign_connection,
@@ -46,6 +44,7 @@ from airflow_provider_docsign.ui.campaigns import (
 )
 from airflow_provider_docsign.ui.locations import Refused
 from airflow_provider_docsign.ui.settings import UiSettings
+from airflow_provider_docsign.ui.task_view import task_data
 
 URL_PREFIX = "/docsign"
 PAGES = {"contracts": "contracts.html", "task": "task.html"}
@@ -57,12 +56,6 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
-
-
-NO_CONNECTION = (
-    "you may not read any docsign connection: ask for read access to the docsign connection "
-    "(Connections, GET) as well as to DAGs"
-)
 
 
 class State:
@@ -77,6 +70,7 @@ class State:
         self.states: TtlCache[Any] = TtlCache(ttl)
         self.tables: TtlCache[Any] = TtlCache(ttl)
         self.tasks: TtlCache[Any] = TtlCache(ttl)
+        self.batches: TtlCache[list[batches.BatchTask]] = TtlCache(ttl)
 
 
 def _as_server() -> None:
@@ -116,6 +110,11 @@ def _airflow_base(request: Request) -> str:
     return root[: -len(URL_PREFIX)] if root.endswith(URL_PREFIX) else ""
 
 
+def _unique(refs: list[lookup.TaskRef]) -> list[lookup.TaskRef]:
+    """Each task once per relation (a batch wait is found by its trigger and by its result table)."""
+    return list(dict.fromkeys(refs))
+
+
 def create_app(settings: UiSettings | None = None) -> FastAPI:
     """Build the app (the plugin mounts it under ``/docsign``).
 
@@ -132,56 +131,26 @@ def create_app(settings: UiSettings | None = None) -> FastAPI:
     app.state.docsign = state
 
     def readable_dags(user: Any) -> set[str]:
-        manager = get_auth_manager()
-        if not manager.is_authorized_dag(method="GET", user=user):  # the DAGs menu itself
-            raise HTTPException(403, "you may not read DAGs: ask for read access to DAGs")
-        return set(manager.get_authorized_dag_ids(user=user, method="GET"))
+        return access.readable_dags(user)
 
     def offered(user: Any) -> list[str]:
-        # One small query of the metadata database, never cached: a connection added a moment ago is
-        # offered at once.
-        ids = lookup.docsign_connection_ids(state.settings.conn_ids)
-        manager = get_auth_manager()
-        return [
-            c
-            for c in ids
-            if manager.is_authorized_connection(method="GET", details=ConnectionDetails(conn_id=c), user=user)
-        ]
+        return access.offered(state.settings.conn_ids, user)
 
     def connection(user: Any, conn_id: str | None) -> str:
-        # One small query of the metadata database, never cached: a connection added a moment ago is
-        # offered at once.
-        ids = lookup.docsign_connection_ids(state.settings.conn_ids)
-        chosen = conn_id or (ids[0] if ids else "docsign_default")
-        if chosen not in ids:
-            raise HTTPException(404, "not a docsign connection: choose one of the connections offered")
-        allowed = get_auth_manager().is_authorized_connection(
-            method="GET", details=ConnectionDetails(conn_id=chosen), user=user
-        )
-        if not allowed:
-            raise HTTPException(403, f"you may not read the connection {chosen!r}: ask for read access to it")
-        return chosen
+        return access.connection(state.settings.conn_ids, user, conn_id)
 
-    def campaign_senders(dags: set[str], conn_id: str) -> Any:
-        """External id -> the bulk-send task of its campaign (``<campaign_id>(<row key>)``)."""
+    def campaign_links(dags: set[str], conn_id: str) -> batches.CampaignLinks:
+        """External id -> the bulk send of its campaign and the batch tasks on its result table."""
         runs, _ = state.campaigns.get(
             frozenset(dags), lambda: lookup.campaigns(dags, state.settings.lookback_days)
         )
-        senders = {
-            str(r.result["campaign_id"]): lookup.TaskRef(
-                r.dag_id, r.run_id, r.task_id, r.map_index, "sent", r.finished
-            )
-            for r in runs
-            if campaign_connection(r) == conn_id
-        }
+        return batches.CampaignLinks(runs, batch(dags), conn_id)
 
-        def sent_by(external_id: str | None) -> list[lookup.TaskRef]:
-            if not external_id or not external_id.endswith(")") or "(" not in external_id:
-                return []
-            found = senders.get(external_id.split("(", 1)[0])
-            return [found] if found is not None else []
-
-        return sent_by
+    def batch(dags: set[str]) -> list[batches.BatchTask]:
+        found, _ = state.batches.get(
+            frozenset(dags), lambda: batches.batch_tasks(dags, state.settings.lookback_days)
+        )
+        return found
 
     def links(dags: set[str]) -> dict[str, list[lookup.TaskRef]]:
         key = frozenset(dags)
@@ -205,7 +174,7 @@ def create_app(settings: UiSettings | None = None) -> FastAPI:
         readable_dags(user)
         ids = offered(user)
         if not ids:
-            raise HTTPException(403, NO_CONNECTION)
+            raise HTTPException(403, access.NO_CONNECTION)
         return _json({"connections": ids, "stalled_days": state.settings.stalled_days})
 
     @app.get("/api/contracts")
@@ -226,13 +195,15 @@ def create_app(settings: UiSettings | None = None) -> FastAPI:
         now = datetime.now(timezone.utc)
         refs = links(dags)
         base = _airflow_base(request)
-        sent_by = campaign_senders(dags, chosen)
+        sent_by = campaign_links(dags, chosen)
+        by_batch = batches.batch_envelopes(batch(dags))
         # A user who may read only some DAGs sees only the envelopes linked to them; envelopes no DAG
         # (or only DAGs they may not read) made are for those who may read every DAG.
         every = lookup.every_dag(dags)
         rows = []
         for envelope in listing.envelopes:
-            tasks = [*refs.get(envelope.id, ()), *sent_by(envelope.external_id)]
+            found = [*refs.get(envelope.id, ()), *by_batch.get(envelope.id, ())]
+            tasks = _unique([*found, *sent_by(envelope.external_id)])
             if not every and not tasks:
                 continue
             open_ = reader.is_open(envelope)
@@ -341,38 +312,11 @@ def create_app(settings: UiSettings | None = None) -> FastAPI:
             user=user,
         )
         if not allowed:
-            raise HTTPException(403, "you may not read this DAG's task instances")
-        if not offered(user):  # nothing about contracts for one who may read no docsign connection
-            raise HTTPException(403, NO_CONNECTION)
-        ids, conn_from_task = lookup.task_envelopes(dag_id, run_id, task_id, map_index)
-        if not ids:
-            return _json({"envelopes": [], "total": 0, "connection": None})
-        chosen = connection(user, conn_from_task)
-        shown = ids[: reader.TASK_ENVELOPES]
-
-        def load() -> dict[str, Any]:
-            hook = _hook(chosen)
-            try:
-                now = datetime.now(timezone.utc)
-                envelopes = hook.get_envelopes(shown)
-                web_url = str(hook.web_url or "")
-                rows = [reader.envelope_detail(e, web_url, now) for e in envelopes]
-                for row in rows[: reader.AUDIT_ENVELOPES]:
-                    row["audit"] = reader.audit_rows(hook, row["id"])
-                return {"envelopes": rows}
-            finally:
-                hook.close()
-
-        data, age = state.tasks.get((chosen, tuple(shown)), load)
-        return _json(
-            {
-                **data,
-                "total": len(ids),
-                "requests_per_refresh": math.ceil(len(shown) / 20) + min(len(shown), reader.AUDIT_ENVELOPES),
-                "connection": chosen,
-                "cache_age_seconds": round(age, 1),
-            }
-        )
+            raise HTTPException(
+                403, "you may not read this DAG's task instances: ask for read access to them"
+            )
+        key = (dag_id, run_id, task_id, map_index)
+        return _json(task_data(state, user, _airflow_base(request), key, _hook))
 
     @app.exception_handler(DocsignError)
     def service_error(request: Request, error: DocsignError) -> JSONResponse:

@@ -55,7 +55,8 @@ def campaign_connection(run: CampaignRun) -> str:
     return named if isinstance(named, str) and named else "docsign_default"
 
 
-def _run_dict(run: CampaignRun, base: str) -> dict[str, Any]:
+def run_dict(run: CampaignRun, base: str) -> dict[str, Any]:
+    """A campaign as the browser reads it: the task's counts (a false one is a data error), the task."""
     result = run.result
     raw = result.get("counts")
     counts: dict[str, Any] = raw if isinstance(raw, dict) else {}
@@ -165,7 +166,7 @@ def campaign_summaries(
     for run in runs:
         if campaign_connection(run) != conn_id:
             continue
-        row = _run_dict(run, base)
+        row = run_dict(run, base)
         row["service"] = None
         out.append(row)
         if tables_left <= 0 or requests_left <= 0:
@@ -200,7 +201,7 @@ def campaign_page(
     :param base: The Airflow UI's base path.
     :param hook_of: Makes a hook for a connection id.
     """
-    data = _run_dict(run, base)
+    data = run_dict(run, base)
     data["connection"] = conn_id
     data["service"] = _service_state(state, conn_id, run, hook_of)
     return data

@@ -40,8 +40,9 @@ WAITING_STATES = ("deferred", "up_for_reschedule", "running", "queued", "schedul
 class TaskRef:
     """A task instance that created an envelope or waits on it.
 
-    :param relation: ``created`` (its ``envelope_id`` XCom), ``sent`` (a distribute task),
-        ``handled`` (another docsign task whose result names it) or ``waiting``.
+    :param relation: ``created`` (its ``envelope_id`` XCom), ``sent`` (a distribute task, or the
+        bulk send of its campaign), ``handled`` (another docsign task whose result names it, or a batch
+        archive) or ``waiting`` (a sensor or batch wait that still waits).
     :param at: When its XCom was written (ISO text; ``None`` for a waiting task).
     """
 
@@ -85,8 +86,8 @@ def _ids(value: Any) -> list[str]:
     """The envelope ids a value names: ``"envelope_x"``, a list of them, or a dict's ``envelope_id(s)``."""
     if isinstance(value, str):
         return [value] if value.startswith("envelope_") else []
-    if isinstance(value, list | tuple):
-        return [v for v in value if isinstance(v, str) and v.startswith("envelope_")]
+    if isinstance(value, list | tuple):  # ids, or records naming one (a batch's ``[{"envelope_id"}]``)
+        return [i for v in value if isinstance(v, str | dict) for i in _ids(v)]
     if isinstance(value, dict):
         return _ids(value.get("envelope_id")) + _ids(value.get("envelope_ids"))
     return []

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from airflow_provider_docsign.service.expiry import awaits_signature, mask_email, parse_timestamp
+from airflow_provider_docsign.service.expiry import awaits_signature, mask_email, mask_text, parse_timestamp
 from airflow_provider_docsign.service.links import build_envelope_url
 from airflow_provider_docsign.service.stalled import age_days, earliest_expiry, stalled
 
@@ -83,19 +83,46 @@ def is_open(envelope: Any) -> bool:
     return _status(envelope) in ("PENDING", "DRAFT")
 
 
+def mask_people(text: Any, recipients: Iterable[Any]) -> str | None:
+    """The service's text with every e-mail address and every recipient's name in it masked (bounded).
+
+    :param text: A reason as the service gives it (``None``: none given).
+    :param recipients: The envelope's recipients (their names are masked wherever the text holds them).
+    """
+    if not isinstance(text, str) or not text:
+        return None
+    masked = str(mask_text(text[:1000]))
+    names = sorted({str(r.name).strip() for r in recipients if r.name and len(str(r.name).strip()) > 1})
+    names.sort(key=len)
+    for name in reversed(names):  # the longest first: "Ann Lee" before "Ann"
+        masked = masked.replace(name, name[0] + "***")
+    return masked
+
+
 def recipient_rows(envelope: Any) -> list[dict[str, Any]]:
-    """Each recipient: role, masked e-mail, signing state, link expiry (never the name's token)."""
-    return [
-        {
-            "role": r.role,
-            "email": mask_email(r.email),
-            "signing_status": r.signing_status,
-            "signed_at": r.signed_at,
-            "expires_at": r.expires_at,
-            "awaiting": awaits_signature(r),
-        }
-        for r in envelope.recipients
-    ]
+    """Each recipient: role, masked e-mail, signing state, link expiry (never the name's token).
+
+    The service sets ``signedAt`` on a rejection too: it is given as ``rejected_at`` then, never as
+    ``signed_at``, with the reason (masked where it names people).
+    """
+    rows = []
+    for r in envelope.recipients:
+        rejected = r.signing_status == "REJECTED"
+        rows.append(
+            {
+                "role": r.role,
+                "email": mask_email(r.email),
+                "signing_status": r.signing_status,
+                "signed_at": None if rejected else r.signed_at,
+                "rejected_at": r.signed_at if rejected else None,
+                "rejection_reason": (
+                    mask_people(r.rejection_reason, envelope.recipients) if rejected else None
+                ),
+                "expires_at": r.expires_at,
+                "awaiting": awaits_signature(r),
+            }
+        )
+    return rows
 
 
 def contract_row(
@@ -182,19 +209,35 @@ def audit_rows(hook: Any, envelope_id: str) -> list[dict[str, Any]]:
 
 
 def envelope_detail(envelope: Any, web_url: str, now: datetime) -> dict[str, Any]:
-    """An envelope for the task view: status, recipients with their state, expiry, link."""
+    """An envelope for the task view: status, when it settled, recipients with their state, expiry, link.
+
+    The service's ``completedAt`` is set for rejected and cancelled envelopes too: it is given as
+    ``completed_at`` only for a completed one, as ``rejected_at`` (with who rejected, when and why) or
+    ``cancelled_at`` otherwise.
+    """
+    status = _status(envelope)
+    recipients = recipient_rows(envelope)
+    rejections = [
+        {"role": r["role"], "email": r["email"], "at": r["rejected_at"], "reason": r["rejection_reason"]}
+        for r in recipients
+        if r["signing_status"] == "REJECTED"
+    ]
+    first_rejection = min((r["at"] for r in rejections if r["at"]), default=None)
     return {
         "id": envelope.id,
         "title": envelope.title,
         "external_id": envelope.external_id,
-        "status": _status(envelope),
+        "status": status,
         "created_at": envelope.created_at,
-        "completed_at": envelope.completed_at,
+        "completed_at": envelope.completed_at if status == "COMPLETED" else None,
+        "rejected_at": (envelope.completed_at or first_rejection) if status == "REJECTED" else None,
+        "cancelled_at": envelope.completed_at if status == "CANCELLED" else None,
+        "rejections": rejections,
         "earliest_expiry": earliest_expiry(envelope),
         "expired": bool(
             (verdict := stalled(envelope, now, older_than_days=float("inf"))) and verdict.expired
         ),
-        "recipients": recipient_rows(envelope),
+        "recipients": recipients,
         "url": build_envelope_url(web_url, _team_url(envelope), envelope.id) or None,
     }
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 import requests
-from ui_helpers import ApiServer, port_of
+from ui_helpers import ApiServer, Listener, port_of, rss_kib
 
 from airflow_provider_docsign._compat import AIRFLOW_V_3_1_PLUS
 from airflow_provider_docsign.sandbox import SandboxServer
@@ -41,35 +40,6 @@ TITLES = [
     "\U0001f4dd Contrat sign\u00e9 \u2014 \u65e5\u672c",
     "</td></tr><tr><td>forged row",
 ]
-
-
-class Listener:
-    """A TCP listener on 127.0.0.1 that counts the connections it is offered (stopped by its handle)."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.sock.settimeout(0.2)
-        self.port = int(self.sock.getsockname()[1])
-        self.accepted = 0
-        self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.accepted += 1
-            conn.close()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self.thread.join(5)
-        self.sock.close()
 
 
 @pytest.fixture(scope="module")
@@ -337,8 +307,8 @@ def planted(server: ApiServer, roots: dict[str, Path], listener: Listener) -> di
         xcoms["bulk_secret"]["return_value"]["docsign_conn_id"] = "docsign_secret"
         lookalike_task("bulk_lookalike")
         push("bulk_lookalike", "plant-lookalike", _table(inside / "look.jsonl", ["envelope_lookalike1"]))
-    plant(dag, xcoms)
-    return {"cases": cases}
+    run_id = plant(dag, xcoms)
+    return {"cases": cases, "run_id": run_id}
 
 
 REFUSED = ["url", "environ", "outside", "dotdot", "store"]
@@ -393,29 +363,14 @@ def test_a_false_count_neither_raises_nor_lowers_the_cost_and_is_called_a_data_e
     print(f"one load of the Campaigns list: {len(served)} requests")
 
 
-def _rss_kib(server: ApiServer) -> int:
-    """The resident memory of every process of the api-server's process group, in KiB."""
-    assert server.proc is not None
-    total = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if int(fields[2]) == server.proc.pid:  # the process group
-                status = (stat.parent / "status").read_text()
-                total += int(status.split("VmRSS:")[1].split()[0]) if "VmRSS:" in status else 0
-        except (OSError, IndexError, ValueError):
-            continue
-    return total
-
-
 @pytest.mark.parametrize(("name", "words"), [("huge", "longer than"), ("binary", "not JSON text")])
 def test_a_hostile_table_is_one_json_error_line_at_a_bounded_cost(
     admin: requests.Session, server: ApiServer, ui_sandbox: SandboxServer, planted: Any, name: str, words: str
 ) -> None:
     ui_sandbox.clear_requests()
-    before = _rss_kib(server)
+    before = rss_kib(server)
     resp = _get(admin, server, f"campaigns/plant-{name}", conn_id="docsign_h")
-    after = _rss_kib(server)
+    after = rss_kib(server)
     assert resp.status_code == 422, resp.text[:300]
     assert words in resp.json()["detail"]
     assert resp.text.count("\n") <= 1
@@ -448,6 +403,30 @@ def test_every_campaign_id_the_send_accepts_opens(
     resp = _get(admin, server, "campaigns/emea%2Frenewals-2027", conn_id="docsign_h")
     assert resp.status_code == 200, resp.text[:300]
     assert resp.json()["campaign_id"] == "emea/renewals-2027"
+
+
+def test_a_bulk_send_tasks_view_shows_its_campaign_only_to_who_may_read_its_connection(
+    admin: requests.Session, server: ApiServer, ui_sandbox: SandboxServer, planted: Any
+) -> None:
+    def view(http: requests.Session, task_id: str) -> requests.Response:
+        params = {"dag_id": "ui_plant", "run_id": planted["run_id"], "task_id": task_id}
+        return http.get(f"{server.url}/docsign/api/task", params=params, timeout=60)
+
+    ui_sandbox.clear_requests()
+    shown = view(admin, "bulk_secret").json()["campaign"]
+    assert (shown["campaign_id"], shown["connection"], shown["relation"]) == (
+        "plant-secret",
+        "docsign_secret",
+        "sent",
+    )
+    refused = view(server.session("reader_h"), "bulk_secret")  # may read docsign_h, not docsign_secret
+    assert refused.status_code == 403, refused.text[:300]
+    assert "'docsign_secret'" in refused.json()["detail"]
+    assert "plant-secret" not in refused.text
+    assert view(admin, "bulk_lookalike").json()["campaign"] is None  # a class named like ours: no campaign
+    zero = view(admin, "bulk_zero").json()["campaign"]
+    assert "counts.failed" in zero["data_error"]
+    assert ui_sandbox.requests() == []
 
 
 @pytest.mark.parametrize(

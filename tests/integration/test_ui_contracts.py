@@ -145,10 +145,11 @@ def test_the_pages_carry_no_data_and_no_inline_script(server: ApiServer) -> None
         for banned in ("<script>", "onerror", "innerHTML"):
             assert banned not in resp.text
         assert resp.headers["X-Content-Type-Options"] == "nosniff"
-    script = admin.get(f"{server.url}/docsign/ui/static/contracts.js", timeout=30)
-    assert script.headers["Content-Type"].startswith("text/javascript")
-    for banned in ("innerHTML", "insertAdjacentHTML", "outerHTML", "document.write"):
-        assert banned not in script.text
+    for name in ("contracts.js", "task.js"):
+        script = admin.get(f"{server.url}/docsign/ui/static/{name}", timeout=30)
+        assert script.headers["Content-Type"].startswith("text/javascript")
+        for banned in ("innerHTML", "insertAdjacentHTML", "outerHTML", "document.write", "eval("):
+            assert banned not in script.text, (name, banned)
     assert admin.get(f"{server.url}/docsign/ui/static/../app.py", timeout=30).status_code == 404
 
 
@@ -185,3 +186,172 @@ def test_turned_off_it_registers_nothing(tmp_path: Path, airflow_db: str) -> Non
     )
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.stdout.strip().splitlines()[-1].split() == ["0", "0"], done.stderr[-2000:]
+
+
+# --- The views tell the truth: campaigns, batch tasks, rejections -----------------------------------
+
+BATCH_CONN = "docsign_ui_batch"
+CAMPAIGN = "ui-batch-camp"
+TABLE = f"s3://results/campaigns/{CAMPAIGN}/results.jsonl"
+REJECTED_AT = "2026-01-07T09:30:00.000Z"
+REASON = "Ann Lee (ann.lee@customer.example) will not sign: wrong price"
+
+
+@pytest.fixture(scope="module")
+def batch_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxServer]:
+    with SandboxServer(tmp_path_factory.mktemp("ui-batch-sandbox"), api_key=API_KEY) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def batch(server: ApiServer, batch_sandbox: SandboxServer) -> dict[str, Any]:
+    """A campaign (bulk send, batch wait on its table, batch archive) and a batch wait on listed ids.
+
+    Each group has two PENDING envelopes, one COMPLETED and one REJECTED (by Ann Lee, with a reason that
+    names her). The table's wait waits between two pokes; the listed ids' wait is deferred on our trigger.
+    """
+    from ui_plant import (
+        batch_archive_task,
+        batch_wait_task,
+        bulk_task,
+        dag_of,
+        plant,
+        rendered,
+        still_waiting,
+    )
+
+    server.add_connection(
+        BATCH_CONN, "docsign", batch_sandbox.base_url, API_KEY, port_of(batch_sandbox.base_url)
+    )
+    statuses = ["PENDING", "PENDING", "COMPLETED", "REJECTED"]
+
+    def spec(external_id: str, status: str) -> dict[str, Any]:
+        signer: dict[str, Any] = {"email": "ann.lee@customer.example", "name": "Ann Lee", "role": "SIGNER"}
+        if status == "REJECTED":
+            signer.update(signingStatus="REJECTED", rejectionReason=REASON, signedAt=REJECTED_AT)
+        elif status == "COMPLETED":
+            signer.update(signingStatus="SIGNED", signedAt="2026-01-06T09:00:00.000Z")
+        made = {"title": external_id, "status": status, "externalId": external_id, "recipients": [signer]}
+        if status != "PENDING":
+            made["completedAt"] = REJECTED_AT if status == "REJECTED" else "2026-01-06T09:00:00.000Z"
+        return made
+
+    specs = [spec(f"{CAMPAIGN}(R-{n})", s) for n, s in enumerate(statuses)]
+    specs += [spec(f"listed-{n}", s) for n, s in enumerate(statuses)]
+    ids = batch_sandbox.seed(specs)
+    camp, listed = dict(zip(statuses, ids[:4], strict=False)), dict(zip(statuses, ids[4:], strict=False))
+    camp["PENDING2"], listed["PENDING2"] = ids[1], ids[5]
+    with dag_of("ui_batch") as dag:
+        bulk_task("send")
+        batch_wait_task("wait_table", result_table="/nonexistent/results.jsonl")
+        batch_wait_task("wait_listed", envelope_ids=["envelope_x"])
+        batch_archive_task("archive")
+    sent = {"campaign_id": CAMPAIGN, "docsign_conn_id": BATCH_CONN, "rows": 4, "result_table": TABLE}
+    sent["counts"] = {"sent": 4, "invalid": 0, "failed": 0}
+    run_id = plant(dag, {"send": {"return_value": sent}})
+    # What the workers rendered: the table's URI with the object store's connection, as the example has it.
+    with_conn = TABLE.replace("s3://", "s3://docsign_s3@")
+    rendered(
+        "ui_batch",
+        run_id,
+        {
+            "wait_table": {"result_table": with_conn},
+            "archive": {"result_table": with_conn, "destination": "/srv/archive"},
+            "wait_listed": {"envelope_ids": ids[4:]},
+        },
+    )
+    still_waiting("ui_batch", run_id, "wait_table")
+    still_waiting(
+        "ui_batch",
+        run_id,
+        "wait_listed",
+        {"envelope_ids": ids[4:], "docsign_conn_id": BATCH_CONN, "batch": True, "poll_interval": 60},
+    )
+    return {"run_id": run_id, "campaign": camp, "listed": listed}
+
+
+def _relations(row: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(t["relation"], t["task_id"]) for t in row["tasks"]}
+
+
+def test_batch_tasks_show_as_what_they_are_and_settled_envelopes_wait_for_no_one(
+    server: ApiServer, batch_sandbox: SandboxServer, batch: dict[str, Any]
+) -> None:
+    batch_sandbox.clear_requests()
+    resp = server.session("admin").get(
+        f"{server.url}/docsign/api/contracts", params={"conn_id": BATCH_CONN}, timeout=60
+    )
+    assert resp.status_code == 200, resp.text[:500]
+    rows = {r["id"]: r for r in resp.json()["rows"]}
+    assert len(rows) == 8
+    camp, listed = batch["campaign"], batch["listed"]
+    for key in ("PENDING", "PENDING2"):  # open: the campaign's tasks, and the batch wait that still waits
+        assert _relations(rows[camp[key]]) == {
+            ("sent", "send"),
+            ("handled", "archive"),
+            ("waiting", "wait_table"),
+        }
+        assert _relations(rows[listed[key]]) == {("waiting", "wait_listed")}
+    for key in ("COMPLETED", "REJECTED"):  # settled: the same tasks, but nothing waits on them any more
+        assert _relations(rows[camp[key]]) == {("sent", "send"), ("handled", "archive")}
+        assert _relations(rows[listed[key]]) == set()
+    archive = next(t for t in rows[camp["PENDING"]]["tasks"] if t["relation"] == "handled")
+    assert archive["url"].endswith("/tasks/archive")
+    assert [r["path"] for r in batch_sandbox.requests()] == ["/folder", "/envelope"]
+
+
+def test_the_bulk_send_tasks_view_shows_its_campaign_at_no_cost(
+    server: ApiServer, batch_sandbox: SandboxServer, batch: dict[str, Any]
+) -> None:
+    batch_sandbox.clear_requests()
+    admin = server.session("admin")
+
+    def view(task_id: str) -> dict[str, Any]:
+        params = {"dag_id": "ui_batch", "run_id": batch["run_id"], "task_id": task_id, "map_index": "-1"}
+        resp = admin.get(f"{server.url}/docsign/api/task", params=params, timeout=60)
+        assert resp.status_code == 200, resp.text[:500]
+        return dict(resp.json())
+
+    sent = view("send")
+    assert sent["total"] == 0
+    assert sent["connection"] == BATCH_CONN
+    campaign = sent["campaign"]
+    assert (campaign["campaign_id"], campaign["relation"], campaign["connection"]) == (
+        CAMPAIGN,
+        "sent",
+        BATCH_CONN,
+    )
+    assert (campaign["rows"], campaign["counts"], campaign["data_error"]) == (
+        4,
+        {"sent": 4, "invalid": 0, "failed": 0},
+        None,
+    )
+    assert campaign["task"]["url"].endswith("/tasks/send")
+    archived = view("archive")["campaign"]
+    assert (archived["campaign_id"], archived["relation"]) == (CAMPAIGN, "handled")
+    assert batch_sandbox.requests() == []  # the task's word: nothing is asked of the service
+
+
+def test_a_rejection_says_rejected_with_when_and_the_masked_reason(
+    server: ApiServer, batch_sandbox: SandboxServer, batch: dict[str, Any]
+) -> None:
+    params = {"dag_id": "ui_batch", "run_id": batch["run_id"], "task_id": "wait_listed", "map_index": "-1"}
+    resp = server.session("admin").get(f"{server.url}/docsign/api/task", params=params, timeout=60)
+    assert resp.status_code == 200, resp.text[:500]
+    data = resp.json()
+    assert data["total"] == 4
+    envelopes = {e["id"]: e for e in data["envelopes"]}
+    rejected = envelopes[batch["listed"]["REJECTED"]]
+    assert rejected["status"] == "REJECTED"
+    assert rejected["completed_at"] is None
+    assert rejected["rejected_at"] == REJECTED_AT
+    (said,) = rejected["rejections"]
+    assert said["at"] == REJECTED_AT
+    assert said["reason"] == "A*** (a***@customer.example) will not sign: wrong price"
+    (signer,) = rejected["recipients"]
+    assert (signer["signed_at"], signer["rejected_at"]) == (None, REJECTED_AT)
+    completed = envelopes[batch["listed"]["COMPLETED"]]
+    assert completed["completed_at"]
+    assert (completed["rejected_at"], completed["rejections"]) == (None, [])
+    assert "ann.lee@customer.example" not in resp.text
+    assert "Ann Lee" not in resp.text

@@ -100,7 +100,8 @@
       if (r.url) links.appendChild(link("Envelope", r.url, false));
       for (const t of r.tasks) {
         links.appendChild(document.createTextNode(" "));
-        const label = ({ waiting: "Waiting: ", sent: "Sent by: ", created: "Created by: " }[t.relation] || "Handled by: ") + t.dag_id + "." + t.task_id;
+        const label = ({ waiting: "Waiting: ", sent: "Sent by: ", created: "Created by: " }[t.relation] || "Handled by: ") +
+          t.dag_id + "." + t.task_id + (t.map_index >= 0 ? "[" + t.map_index + "]" : "");
         const a = link(label, t.url, true);
         a.dataset.relation = t.relation;
         links.appendChild(a);
@@ -109,6 +110,11 @@
       body.appendChild(tr);
     }
     $("count").textContent = data.rows.length + " of " + data.total + " envelopes" + (data.truncated ? " (" + data.truncated + ")" : "");
+    // A user who may read only some DAGs sees only the envelopes linked to them: say so.
+    $("scope").hidden = data.all_dags !== false;
+    $("scope").textContent = data.all_dags === false
+      ? "Only the envelopes linked to the DAGs you may read are listed (and counted); envelopes no DAG made, or made by DAGs you may not read, are shown to users who may read every DAG."
+      : "";
     $("meta").textContent = "read " + when(data.fetched_at) + " UTC; refreshed at most every " + data.cache_seconds + " s";
     const status = $("status");
     const chosen = status.value;
@@ -131,11 +137,12 @@
     const mine = ++latest;
     try {
       showError(null);
+      const sort = $("sort").value;
       const data = await get("contracts", {
         conn_id: state.conn, status: $("status").value, stalled: $("stalled").checked ? "true" : "",
-        folder_id: $("folder").value, stalled_days: $("stalled-days").value, sort: $("sort").value,
+        folder_id: $("folder").value, stalled_days: $("stalled-days").value, sort: sort,
       });
-      if (mine === latest) renderContracts(data);
+      if (mine === latest) { renderContracts(data); $("contracts").dataset.sort = sort; }
     } catch (e) { if (mine === latest) showError("Could not read the contracts: " + e.message); }
   }
 
@@ -174,23 +181,31 @@
         const n = c.counts;
         [c.rows, n.sent || 0, n.invalid || 0, n.failed || 0].forEach((v) => cell(tr, v));
         const s = c.service ? c.service.counts : null;
-        [s && s.completed, s && s.pending, s && s.rejected, s && s.expired_link].forEach((v) => cell(tr, v === null ? "open to load" : v));
+        const missing = c.service_error ? "not read" : "open to load";
+        [s && s.completed, s && s.pending, s && s.rejected, s && s.expired_link].forEach((v) => cell(tr, v === null ? missing : v));
         cell(tr, bar(c.service, n.sent || 0));
         cell(tr, link(c.task.dag_id + "." + c.task.task_id, c.task.url, true));
+        // Why the service's counts are missing (a refused or unreadable file, the list's budget spent),
+        // and a data error in the task's XCom: as text.
+        const notes = [c.data_error && "data error: " + c.data_error, c.service_error, c.service_note].filter(Boolean);
+        cell(tr, notes.join("; ")).className = "notes";
         body.appendChild(tr);
       }
-      $("campaigns-count").textContent = data.campaigns.length + " campaigns";
+      $("campaigns-count").textContent = data.campaigns.length + " campaigns; the list reads the service at most " +
+        data.list_requests + " times per refresh, the others load when opened";
     } catch (e) { showError("Could not read the campaigns: " + e.message); }
   }
 
   async function loadCampaign() {
     const mine = ++latest;
     try {
+      showError(null);
       const data = await get("campaigns/" + encodeURIComponent(state.campaign), { conn_id: state.conn, page: state.page });
       if (mine !== latest) return;
       $("campaign").hidden = false;
       $("campaign-title").textContent = "Campaign " + data.campaign_id;
       const n = data.counts, s = data.service.counts;
+      $("campaign-note").textContent = [data.data_error && "Data error: " + data.data_error, data.service.truncated].filter(Boolean).join("; ");
       $("campaign-summary").textContent = (data.stopped ? "Stopped before the end: " + data.stopped + " " : "") + (
         data.rows + " rows: " + (n.sent || 0) + " sent, " + (n.invalid || 0) + " invalid, " + (n.failed || 0) + " failed. Service: " +
         s.completed + " completed, " + s.pending + " pending, " + s.rejected + " rejected, " + s.expired_link + " with an expired link.");
@@ -205,7 +220,17 @@
       $("page").textContent = "page " + p.page + " of " + p.pages + " (" + p.total + (data.stopped ? " failed rows so far)" : " failed or invalid rows)");
       $("prev").disabled = p.page <= 1;
       $("next").disabled = p.page >= p.pages;
-    } catch (e) { showError("Could not read the campaign: " + e.message); }
+    } catch (e) {
+      if (mine !== latest) return;
+      // A refused or unreadable file: the reason, as text, in the campaign's own view.
+      $("campaign").hidden = false;
+      $("campaign-title").textContent = "Campaign " + state.campaign;
+      $("campaign-summary").textContent = "";
+      $("campaign-note").textContent = "Not read: " + e.message;
+      $("campaign-rows").querySelector("tbody").replaceChildren();
+      $("page").textContent = "";
+      showError("Could not read the campaign: " + e.message);
+    }
   }
 
   function selectTab(name) {
@@ -214,7 +239,7 @@
     $("tab-campaigns").setAttribute("aria-selected", String(!contracts));
     $("contracts-panel").hidden = !contracts;
     $("campaigns-panel").hidden = contracts;
-    (contracts ? loadContracts : loadCampaigns)();
+    return (contracts ? loadContracts : loadCampaigns)();
   }
 
   async function start() {
@@ -231,7 +256,16 @@
       $("tab-campaigns").addEventListener("click", () => selectTab("campaigns"));
       $("prev").addEventListener("click", () => { state.page -= 1; loadCampaign(); });
       $("next").addEventListener("click", () => { state.page += 1; loadCampaign(); });
-      await loadContracts();
+      // ?conn_id=...&campaign=... (the link of a bulk-send task's Contracts tab): that campaign's view.
+      const here = new URL(window.location.href).searchParams;
+      if (here.get("conn_id") && data.connections.includes(here.get("conn_id"))) { state.conn = here.get("conn_id"); select.value = state.conn; }
+      if (here.get("campaign")) {
+        await selectTab("campaigns");
+        state.campaign = here.get("campaign"); state.page = 1;
+        await loadCampaign();
+      } else {
+        await loadContracts();
+      }
     } catch (e) { showError(e.message); }
   }
   start();
