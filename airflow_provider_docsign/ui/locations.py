@@ -22,7 +22,7 @@ import json
 import os
 import posixpath
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -207,6 +207,38 @@ def _add(table: Table, seen: set[str], number: int, row: Any) -> None:
         )
 
 
+#: Bytes asked of a stream at a time.
+CHUNK_BYTES = 64 * 1024
+
+
+def lines(stream: IO[bytes], limit: int) -> Iterator[bytes]:
+    """The stream's lines (each with its newline), read with ``read(n)`` only, in bounded memory.
+
+    An object store's file (fsspec's ``AbstractBufferedFile``) has no ``readline(size)``, and a plain
+    ``readline()`` would hold a 300 MB line whole. A line longer than ``limit`` is yielded cut to
+    ``limit + 1`` bytes, and nothing after it is read.
+
+    :param stream: A binary stream.
+    :param limit: The longest line wanted.
+    """
+    pending = b""
+    while True:
+        chunk = stream.read(CHUNK_BYTES)
+        if not chunk:
+            if pending:
+                yield pending
+            return
+        pending += chunk
+        start = 0
+        while (cut := pending.find(b"\n", start)) >= 0:
+            yield pending[start : cut + 1]
+            start = cut + 1
+        pending = pending[start:]
+        if len(pending) > limit:
+            yield pending[: limit + 1]
+            return
+
+
 def read_table(allowed: Allowed, fmt: Any) -> Table:
     """Read a result table (JSON Lines streamed, Parquet bounded in size) into a :class:`Table`.
 
@@ -222,10 +254,7 @@ def read_table(allowed: Allowed, fmt: Any) -> Table:
             if fmt == "parquet":
                 return _parquet(stream, table, seen)
             total = 0
-            while True:
-                line = stream.readline(MAX_LINE_BYTES + 1)
-                if not line:
-                    return table
+            for line in lines(stream, MAX_LINE_BYTES):
                 number = table.rows + 1
                 total += len(line)
                 if len(line) > MAX_LINE_BYTES:
@@ -239,6 +268,7 @@ def read_table(allowed: Allowed, fmt: Any) -> Table:
                 except ValueError:  # UnicodeDecodeError too
                     raise Refused(f"line {number} is not JSON text: not a result table") from None
                 _add(table, seen, number, row)
+            return table
     except OSError as error:
         raise Refused(f"it cannot be read: {error.strerror or type(error).__name__}") from None
 

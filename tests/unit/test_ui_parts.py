@@ -276,3 +276,38 @@ def test_only_a_sent_envelope_has_unsigned_recipients(status: str) -> None:
 
     row = contract_row(envelope(status), folders={}, web_url="", now=NOW, stalled_days=7)
     assert row["unsigned"] == []
+
+
+class _ReadOnly:
+    """A stream with ``read(n)`` only, as an object store's file (fsspec's ``readline`` takes no size)."""
+
+    def __init__(self, data: bytes) -> None:
+        import io
+
+        self._data = io.BytesIO(data)
+        self.asked = 0
+
+    def read(self, size: int = -1) -> bytes:
+        self.asked += 1
+        return self._data.read(size)
+
+
+def test_a_tables_lines_are_read_with_read_only_and_a_long_line_is_cut() -> None:
+    from airflow_provider_docsign.ui.locations import CHUNK_BYTES, lines
+
+    rows = [b'{"n": %d}\n' % n for n in range(20_000)] + [b"last, no newline"]
+    assert list(lines(_ReadOnly(b"".join(rows)), 100)) == rows  # type: ignore[arg-type]
+    huge = _ReadOnly(b"x" * (10 * CHUNK_BYTES) + b"\nnever read\n")
+    (cut,) = lines(huge, CHUNK_BYTES + 10)  # type: ignore[arg-type]
+    assert len(cut) == CHUNK_BYTES + 11
+    assert huge.asked == 2  # nothing after the line that is too long
+
+
+def test_a_result_tables_place_is_one_with_or_without_its_connection() -> None:
+    from airflow_provider_docsign.ui.batches import place_key
+
+    assert place_key("s3://docsign_s3@work/runs/a/../b/results.jsonl") == "s3://work/runs/b/results.jsonl"
+    assert place_key("s3://work/runs/b/results.jsonl") == "s3://work/runs/b/results.jsonl"
+    assert place_key("file:///srv/c/./results.jsonl") == place_key("/srv/c/results.jsonl")
+    assert place_key("gs://work/runs/b/results.jsonl") != place_key("s3://work/runs/b/results.jsonl")
+    assert [place_key(v) for v in (None, "", "  ", 3)] == [None] * 4
