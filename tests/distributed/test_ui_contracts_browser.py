@@ -9,6 +9,12 @@ through its entry point, as after ``pip install``. Two docsign connections are o
   ``docsign_bulk_signing`` (10 invalid rows, 5 rows the service refuses, 5 rejections, 5 expired links)
   and a ``docsign_contract_signing`` run whose signer never signs, so its sensor waits (deferred).
 
+Also checked there: oldest first (and newest first) is the exact creation order of the service's
+``createdAt``; a rejected envelope of the campaign names its bulk send (*Sent by*) and batch archive
+(*Handled by*) and no *Waiting*; the bulk-send task's own Contracts tab shows its campaign and opens the
+campaign's view. The stack's api-server reads campaign files only under ``[docsign]
+ui_result_locations`` (``scripts/stack_layout.py``): the campaign's counts prove its S3 table is read.
+
 Screenshots go to ``test-artifacts/ui/`` and the ones the guide shows to ``docs/img/``.
 """
 
@@ -329,3 +335,70 @@ def test_the_task_view_shows_the_envelope_it_waits_on(
     events = box.locator("table").nth(1).locator("tbody tr")
     assert events.count() >= 1
     _shot(page, "ui-task-view.png", docs=True)
+
+
+def _row_ids(frame: Any) -> list[str]:
+    return list(
+        frame.locator("#contracts tbody tr").evaluate_all("rows => rows.map(r => r.dataset.envelopeId)")
+    )
+
+
+def test_oldest_first_is_the_exact_creation_order_and_a_campaign_row_names_its_tasks(
+    stack: Stack, page: Any, campaign: dict[str, Any], stack_hook: Any
+) -> None:
+    from airflow_provider_docsign.service.expiry import parse_timestamp
+
+    # A rejected envelope of the campaign: settled, so no task waits on it any more.
+    (rejected,) = stack_hook.find_envelopes_by_external_id(f"{campaign['campaign_id']}(R-0490)")
+    page.goto(stack.api_url + "/plugin/docsign-contracts")
+    frame = page.frame_locator("iframe[src*='/docsign/ui/contracts']")
+    frame.locator("#conn").select_option("docsign_default")
+    row = frame.locator(f"#contracts tbody tr[data-envelope-id='{rejected.id}']")
+    row.wait_for()
+    assert row.get_attribute("data-status") == "REJECTED"
+    sent_by = row.locator("a[data-relation='sent']")
+    assert sent_by.inner_text() == "Sent by: docsign_bulk_signing.send_campaign"
+    assert (
+        row.locator("a[data-relation='handled']").inner_text() == "Handled by: docsign_bulk_signing.archive"
+    )
+    assert row.locator("a[data-relation='waiting']").count() == 0
+    assert "Waiting" not in row.inner_text()
+    for sort in ("-age", "age"):  # oldest first, then newest first
+        frame.locator("#sort").select_option(sort)
+        frame.locator(f"#contracts[data-sort='{sort}']").wait_for()  # the rows of this sort
+        ids = _row_ids(frame)
+        created = {e.id: parse_timestamp(e.created_at) for e in stack_hook.get_envelopes(ids)}
+        times = [created[i] for i in ids if created.get(i) is not None]
+        ours = [i for i in ids if i in created]
+        assert len(ours) == len(ids) >= CAMPAIGN_ROWS - INVALID - REFUSED
+        expected = sorted(times, reverse=sort == "age")
+        assert times == expected, f"{sort}: not in creation order"
+    _shot(page, "ui-contracts-newest-first.png")
+
+
+def test_the_bulk_send_tasks_tab_shows_its_campaign_and_opens_its_view(
+    stack: Stack, page: Any, campaign: dict[str, Any]
+) -> None:
+    run = quote(campaign["run_id"], safe="")
+    page.goto(f"{stack.api_url}/dags/docsign_bulk_signing/runs/{run}/tasks/send_campaign")
+    page.get_by_role("link", name="Contracts", exact=True).click()  # the task instance's tab
+    page.wait_for_url(lambda url: url.endswith("/plugin/docsign-task"))
+    frame = page.frame_locator("iframe[src*='/docsign/ui/task']")
+    sent = CAMPAIGN_ROWS - INVALID - REFUSED
+    counts = frame.locator("#campaign .campaign-counts")
+    counts.wait_for()
+    assert counts.inner_text() == (
+        f"This task sent the campaign {campaign['campaign_id']}: {CAMPAIGN_ROWS} rows, {sent} sent, "
+        f"{INVALID} invalid, {REFUSED} failed."
+    )
+    assert "handles no envelope" not in frame.locator("#summary").inner_text()
+    _shot(page, "ui-task-campaign.png")
+    frame.locator("#campaign-link").click()  # the campaign's view, in the same tab
+    summary = frame.locator("#campaign-summary")
+    summary.filter(
+        has_text=f"{CAMPAIGN_ROWS} rows: {sent} sent, {INVALID} invalid, {REFUSED} failed"
+    ).wait_for()
+    assert f"{REJECTING} rejected" in summary.inner_text()
+    assert frame.locator("#campaign-rows tbody tr").count() == INVALID + REFUSED
+    assert frame.locator("#tab-campaigns").get_attribute("aria-selected") == "true"
+    _shot(page, "ui-task-campaign-view.png")
