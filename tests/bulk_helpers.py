@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
+import sys
+import textwrap
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -150,3 +154,47 @@ def lease_path(folder: Path, sandbox: SandboxServer, campaign: str) -> Path:
     from airflow_provider_docsign.bulk.store import service_identity
 
     return folder / lease_name(campaign, service_identity(sandbox.base_url))
+
+
+#: One try of a campaign in a process of its own (``run_tries_together``).
+_TRY = """
+import sys
+sys.path[:0] = [{tests!r}, {hostile!r}]
+from helpers import ctx
+from bulk_helpers import operator
+op = operator({template_id!r}, {rows!r}, {result!r}, campaign_id={campaign!r}, max_in_flight=4)
+print("RESULT", op.execute(ctx()))
+"""
+
+
+def run_tries_together(
+    tmp_path: Path, template_id: str, rows: Path, results: list[str], campaign: str
+) -> list[tuple[int, str]]:
+    """Start one try of ``campaign`` per result table at once, each in its own process (as two workers
+    would); their exit codes and output. Every process is waited for, or killed, before returning."""
+    tests = Path(__file__).resolve().parent
+    procs = []
+    try:
+        for n, result in enumerate(results):
+            script = tmp_path / f"try-{n}.py"
+            values = {"tests": str(tests), "hostile": str(tests / "hostile"), "template_id": template_id}
+            values.update(rows=str(rows), result=result, campaign=campaign)
+            script.write_text(textwrap.dedent(_TRY).format(**values))
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, str(script)],
+                    env=dict(os.environ),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                )
+            )
+        outputs = []
+        for proc in procs:
+            out, _ = proc.communicate(timeout=300)
+            outputs.append((proc.returncode, out.decode(errors="replace")))
+        return outputs
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)

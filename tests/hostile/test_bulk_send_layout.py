@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import textwrap
 import time
 import uuid
 from collections.abc import Callable
@@ -27,6 +24,7 @@ from bulk_helpers import (
     make_template,
     operator,
     read_table,
+    run_tries_together,
     use_lease_dir,
     write_csv,
     writes,
@@ -37,17 +35,6 @@ from template_helpers import field
 from airflow_provider_docsign.bulk.store import CHECKPOINT_SUFFIX, service_identity
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.sandbox import SandboxServer
-
-TESTS = Path(__file__).resolve().parents[1]
-
-RUNNER = """
-import sys
-sys.path[:0] = [{tests!r}, {hostile!r}]
-from helpers import ctx
-from bulk_helpers import operator
-op = operator({template_id!r}, {rows!r}, {result!r}, campaign_id={campaign!r}, max_in_flight=4)
-print("RESULT", op.execute(ctx()))
-"""
 
 
 @pytest.fixture
@@ -60,44 +47,6 @@ def leases(
 
 def _lease_path(folder: Path, sandbox: SandboxServer, campaign: str) -> Path:
     return lease_path(folder, sandbox, campaign)
-
-
-def _run_together(
-    tmp_path: Path, template_id: str, rows: Path, results: list[str], campaign: str
-) -> list[tuple[int, str]]:
-    """Start one try per result table at once, each in its own process; their exit codes and output."""
-    procs = []
-    for n, result in enumerate(results):
-        script = tmp_path / f"runner-{n}.py"
-        script.write_text(
-            textwrap.dedent(RUNNER).format(
-                tests=str(TESTS),
-                hostile=str(TESTS / "hostile"),
-                template_id=template_id,
-                rows=str(rows),
-                result=result,
-                campaign=campaign,
-            )
-        )
-        procs.append(
-            subprocess.Popen(
-                [sys.executable, str(script)],
-                env=dict(os.environ),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-            )
-        )
-    outputs = []
-    try:
-        for proc in procs:
-            out, _ = proc.communicate(timeout=300)
-            outputs.append((proc.returncode, out.decode(errors="replace")))
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(timeout=30)
-    return outputs
 
 
 def _one_sends(outputs: list[tuple[int, str]]) -> None:
@@ -129,7 +78,7 @@ def test_two_tries_with_result_tables_in_two_run_folders_started_together_send_e
     sandbox.inject_fault("POST", "/envelope/use", "delay", delay=0.05, count=30)
     sandbox.clear_requests()
     campaign = f"per-run-{store}"
-    outputs = _run_together(tmp_path, template_id, rows, results, campaign)
+    outputs = run_tries_together(tmp_path, template_id, rows, results, campaign)
     _one_sends(outputs)
     counts = campaign_counts(hook, campaign)
     assert len(counts) == 30

@@ -6,10 +6,6 @@ Each case counts envelopes at the sandbox by externalId: whatever the tries do, 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +18,7 @@ from bulk_helpers import (
     make_template,
     operator,
     read_table,
+    run_tries_together,
     use_lease_dir,
     write_csv,
     writes,
@@ -33,17 +30,6 @@ from airflow_provider_docsign.bulk.lease import CampaignLease, LeaseHeldError, l
 from airflow_provider_docsign.bulk.store import service_identity
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.sandbox import SandboxServer
-
-TESTS = Path(__file__).resolve().parents[1]
-
-RUNNER = """
-import sys
-sys.path[:0] = [{tests!r}, {hostile!r}]
-from helpers import ctx
-from bulk_helpers import operator
-op = operator({template_id!r}, {rows!r}, {result!r}, campaign_id="twice", max_in_flight=4)
-print("RESULT", op.execute(ctx()))
-"""
 
 
 def test_two_tries_at_once_in_two_processes_one_sends_the_other_waits_and_adopts(
@@ -58,36 +44,10 @@ def test_two_tries_at_once_in_two_processes_one_sends_the_other_waits_and_adopts
     template_id = make_template(hook, make_pdf("t.pdf"))
     rows = write_csv(tmp_path / "rows.csv", customers(40))
     result = tmp_path / "out" / "results.jsonl"
-    script = tmp_path / "runner.py"
-    script.write_text(
-        textwrap.dedent(RUNNER).format(
-            tests=str(TESTS),
-            hostile=str(TESTS / "hostile"),
-            template_id=template_id,
-            rows=str(rows),
-            result=str(result),
-        )
-    )
     # Each create is held 0.1 s: the first try is still sending when the second one starts.
     sandbox.inject_fault("POST", "/envelope/use", "delay", delay=0.1, count=40)
     sandbox.clear_requests()
-    env = dict(os.environ)
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-        )
-        for _ in range(2)
-    ]
-    outputs = []
-    try:
-        for proc in procs:
-            out, _ = proc.communicate(timeout=300)
-            outputs.append((proc.returncode, out.decode(errors="replace")))
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(timeout=30)
+    outputs = run_tries_together(tmp_path, template_id, rows, [str(result)] * 2, "twice")
     # The later try waits for the lease while the first sends (or starts after it), and sends nothing.
     assert [code for code, _ in outputs] == [0, 0], outputs
     # The later one resumed from the first's checkpoint (one table): it made one request, the listing.
