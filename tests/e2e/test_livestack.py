@@ -19,6 +19,11 @@ Airflow 2.11: the equivalents ``webserver`` (REST ``/api/v1``), ``scheduler`` an
 SQLite, 2.11 refuses both the LocalExecutor and a standalone ``dag-processor``, so the scheduler runs
 the SequentialExecutor and parses the DAGs itself.
 
+The DAGS_FOLDER is a temporary copy of ``dags_examples/`` plus ``docsign_legacy_imports.py``, a DAG
+that imports three 0.2 module paths (``livestack_legacy``): run once while the first contract run is in
+flight, its parse log and its task's log (on 2.11: its task process's output) each name every old path
+and where it moved, and ``docsign moved-imports`` on the folder lists the three (issue 49, item 2).
+
 Everything binds to 127.0.0.1 and runs in a throw-away AIRFLOW_HOME. The sensor defers, so the
 trigger is serialized by the worker and run by the *separate* triggerer process: the test finds the
 trigger's log written by that triggerer job ("….log.trigger.<job id>.log") with the trigger's polls
@@ -41,14 +46,23 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
 
 import pytest
 import requests
-from e2e_helpers import AIRFLOW, DAGS_FOLDER, airflow_cli, connections_add, load_manifests, sha256_file
+from e2e_helpers import AIRFLOW, airflow_cli, connections_add, load_manifests, sha256_file
+from livestack_legacy import (
+    LEGACY_DAG_ID,
+    LEGACY_FILE,
+    assert_command_lists_moves,
+    assert_logged_moves,
+    assert_task_saw_moves,
+    dag_processor_logs,
+    dags_folder_with_legacy_dag,
+)
 
 from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS
 from airflow_provider_docsign.sandbox import SandboxServer
@@ -71,13 +85,13 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _stack_env(home: Path, port: int, archive_dir: Path, webhook_port: int) -> dict[str, str]:
+def _stack_env(home: Path, dags: Path, port: int, archive_dir: Path, webhook_port: int) -> dict[str, str]:
     base = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__", "AIRFLOW_CONN_"))}
     env.update(
         {
             "AIRFLOW_HOME": str(home),
-            "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__PARALLELISM": "4",
             "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
@@ -259,14 +273,17 @@ class _Rest:
         unpause = self.http.patch(f"{self.rest}/dags/{dag_id}", json={"is_paused": False}, timeout=10)
         assert unpause.status_code == 200, unpause.text
 
-    def run(self, dag_id: str, conf: dict[str, Any]) -> tuple[str, str, dict[str, str]]:
-        """Trigger ``dag_id``, wait for the run to end; ``(run_id, state, {task_id: state})``."""
+    def trigger(self, dag_id: str, conf: dict[str, Any]) -> str:
+        """Trigger ``dag_id``: the run's id."""
         body: dict[str, Any] = {"conf": conf}
         if AIRFLOW_V_3_0_PLUS:
             body["logical_date"] = None
         trigger = self.http.post(f"{self.rest}/dags/{dag_id}/dagRuns", json=body, timeout=10)
         assert trigger.status_code == 200, trigger.text
-        run_id = str(trigger.json()["dag_run_id"])
+        return str(trigger.json()["dag_run_id"])
+
+    def wait(self, dag_id: str, run_id: str) -> tuple[str, str, dict[str, str]]:
+        """Wait for a run to end; ``(run_id, state, {task_id: state})``."""
 
         def finished() -> str | None:
             state = self.get(f"/dags/{dag_id}/dagRuns/{quote(run_id)}").get("state")
@@ -281,10 +298,19 @@ class _Rest:
         return str(links.get("extra_links", links)["Docsign envelope"])
 
 
-def _contract_run(rest: _Rest, stack: _Stack, tmp_path: Path, archive_dir: Path, name: str) -> str:
-    """One run of the contract DAG, which must succeed: its run id."""
+def _contract_run(
+    rest: _Rest,
+    stack: _Stack,
+    tmp_path: Path,
+    archive_dir: Path,
+    name: str,
+    meanwhile: Callable[[], object] = lambda: None,
+) -> str:
+    """One run of the contract DAG, which must succeed: its run id. ``meanwhile()`` once it is triggered."""
     conf = {"archive_dir": str(archive_dir), "work_dir": str(tmp_path / "work" / name)}
-    run_id, state, ti_states = rest.run(DAG_ID, conf)
+    run_id = rest.trigger(DAG_ID, conf)
+    meanwhile()
+    run_id, state, ti_states = rest.wait(DAG_ID, run_id)
     assert state == "success", (
         name,
         ti_states,
@@ -330,8 +356,9 @@ def test_contract_signing_on_a_live_airflow_stack(
     home, logs, archive_dir = tmp_path / "home", tmp_path / "logs", tmp_path / "archive"
     for folder in (home, logs, archive_dir):
         folder.mkdir()
+    dags = dags_folder_with_legacy_dag(tmp_path)
     port, webhook_port = _free_port(), _free_port()
-    env = _stack_env(home, port, archive_dir, webhook_port)
+    env = _stack_env(home, dags, port, archive_dir, webhook_port)
     assert not [k for k in env if k.startswith("AIRFLOW_CONN_")]  # no component gets a connection this way
     (home / CONNECTIONS_FILE).write_text("{}")  # the secrets backend's file: empty for now
     airflow_cli(env, "db", "migrate")
@@ -345,11 +372,13 @@ def test_contract_signing_on_a_live_airflow_stack(
 
     stack = _Stack(env, logs)
     runs: dict[str, str] = {}
+    legacy_runs: list[str] = []
     try:
         for name, args in _components(port).items():
             stack.start(name, *args)
         rest = _Rest(port, stack)
         rest.unpause(DAG_ID)
+        rest.unpause(LEGACY_DAG_ID)
         if AIRFLOW_V_3_0_PLUS:
             rest.unpause(WEBHOOK_DAG_ID)
             # The triggerer runs the AssetWatcher's trigger: its listener must be up before the
@@ -359,7 +388,17 @@ def test_contract_signing_on_a_live_airflow_stack(
                 f"http://127.0.0.1:{webhook_port}/", WEBHOOK_SECRET, ["DOCUMENT_COMPLETED"]
             )
 
-        runs["database"] = _contract_run(rest, stack, tmp_path, archive_dir, "database")
+        # The legacy DAG's run goes while this one waits for its signatures.
+        runs["database"] = _contract_run(
+            rest,
+            stack,
+            tmp_path,
+            archive_dir,
+            "database",
+            meanwhile=lambda: legacy_runs.append(rest.trigger(LEGACY_DAG_ID, {})),
+        )
+        legacy = rest.wait(LEGACY_DAG_ID, legacy_runs[0])[1:]
+        assert legacy == ("success", {"uses_old_paths": "success"}), stack.log("scheduler")[-4000:]
         default_link = rest.envelope_link(DAG_ID, runs["database"])
 
         # Source 2: Airflow's LocalFilesystemBackend. The database row goes, the file gets the
@@ -412,6 +451,13 @@ def test_contract_signing_on_a_live_airflow_stack(
     root = slow_signing_sandbox.base_url.removesuffix("/api/v2")
     assert default_link == f"{root}/t/personal_sandbox/documents/{manifests['database']['envelope_id']}"
     assert file_link == f"{file_web_url}/t/personal_sandbox/documents/{manifests['file']['envelope_id']}"
+
+    # The DAG written for 0.2: its parse log and its task's run name each old path and where it moved
+    # (on 2.11 in the task process's output, not the task log: see livestack_legacy), and the
+    # documented command lists all three.
+    assert_logged_moves("parse", dag_processor_logs(home), dags / LEGACY_FILE)
+    assert_task_saw_moves(home, legacy_runs[0], stack.log("scheduler"), dags / LEGACY_FILE)
+    assert_command_lists_moves(dags)
 
     # The API key never reached any component's output or any task/trigger log.
     for log_file in [*logs.iterdir(), *(home / "logs").rglob("*.log")]:
