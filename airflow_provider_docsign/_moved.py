@@ -42,6 +42,9 @@ __all__ = ["FORWARDED", "MOVED", "find_moved_imports", "forward", "install"]
 _LOG = logging.getLogger(__name__)
 #: The old paths logged in this process (each once).
 _LOGGED: set[str] = set()
+#: What was logged for them, in order: an Airflow 2.11 task logs it again into its task log
+#: (``ui/moved_listener.py``), since its DAG file was parsed before that log was attached.
+_MESSAGES: list[str] = []
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _IMPORTLIB = os.path.dirname(os.path.abspath(importlib.__file__ or ""))
 #: How to find every old path at once, said in every logged warning.
@@ -203,7 +206,14 @@ def _log_once(old: str, message: str) -> None:
         return
     _LOGGED.add(old)
     where = _importer()
-    _LOG.warning("%s (%s; %s)", message, f"imported by {where}" if where else "imported", FIND_ALL)
+    text = f"{message} ({f'imported by {where}' if where else 'imported'}; {FIND_ALL})"
+    _MESSAGES.append(text)
+    _LOG.warning("%s", text)
+
+
+def logged() -> list[str]:
+    """The moved-import warnings this process has logged, in the order they were logged."""
+    return list(_MESSAGES)
 
 
 def _forwarded_names(package: str) -> set[str]:

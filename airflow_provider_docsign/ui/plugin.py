@@ -2,7 +2,8 @@
 
 Registered through ``get_provider_info()["plugins"]``, so installing the package is enough. On Airflow
 2.11 the provider does not offer it (``get_provider_info`` leaves it out) and this module still imports,
-registering nothing. ``[docsign] ui_enabled = False`` turns it off (no app, no views).
+registering no view: only a listener that puts moved-import warnings in the task log
+(``moved_listener``). ``[docsign] ui_enabled = False`` turns the UI off (no app, no views).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
 
-from airflow_provider_docsign._compat import AIRFLOW_V_3_1_PLUS
+from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS, AIRFLOW_V_3_1_PLUS
 
 #: Where the app is mounted under the api-server.
 URL_PREFIX = "/docsign"
@@ -50,8 +51,21 @@ def _components() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return apps, views
 
 
+def _listeners() -> list[Any]:
+    """Airflow 2.11 only: the listener that puts moved-import warnings in the task log."""
+    if AIRFLOW_V_3_0_PLUS:
+        return []
+    from airflow_provider_docsign.ui import moved_listener
+
+    return [moved_listener]
+
+
 class DocsignUiPlugin(AirflowPlugin):
-    """The Contracts page and the per-task Contracts tab of the Airflow 3 UI."""
+    """The Contracts page and the per-task Contracts tab of the Airflow 3 UI.
+
+    On Airflow 2.11, no view: a listener that puts moved-import warnings in the task log.
+    """
 
     name = "docsign"
     fastapi_apps, external_views = _components()
+    listeners = _listeners()

@@ -452,11 +452,11 @@ def test_contract_signing_on_a_live_airflow_stack(
     assert default_link == f"{root}/t/personal_sandbox/documents/{manifests['database']['envelope_id']}"
     assert file_link == f"{file_web_url}/t/personal_sandbox/documents/{manifests['file']['envelope_id']}"
 
-    # The DAG written for 0.2: its parse log and its task's run name each old path and where it moved
-    # (on 2.11 in the task process's output, not the task log: see livestack_legacy), and the
-    # documented command lists all three.
+    # The DAG written for 0.2: its parse log and its task's own log name each old path and where it
+    # moved (on 2.11 through the plugin's listener: see livestack_legacy), and the documented command
+    # lists all three.
     assert_logged_moves("parse", dag_processor_logs(home), dags / LEGACY_FILE)
-    assert_task_saw_moves(home, legacy_runs[0], stack.log("scheduler"), dags / LEGACY_FILE)
+    assert_task_saw_moves(home, legacy_runs[0], dags / LEGACY_FILE)
     assert_command_lists_moves(dags)
 
     # The API key never reached any component's output or any task/trigger log.

@@ -237,10 +237,15 @@ def test_the_plugin_is_offered_only_where_the_ui_can_load_it() -> None:
             {"name": "docsign", "plugin-class": "airflow_provider_docsign.ui.plugin.DocsignUiPlugin"}
         ]
         assert [v["destination"] for v in DocsignUiPlugin.external_views] == ["nav", "task_instance"]
-    else:  # Airflow 2.11: not offered, and importing the module registers nothing
+        assert DocsignUiPlugin.listeners == []  # Airflow 3 logs moved imports in the task log itself
+    else:  # Airflow 2.11: not offered, and importing the module registers no view
         assert "plugins" not in info
         assert DocsignUiPlugin.fastapi_apps == []
         assert DocsignUiPlugin.external_views == []
+        # only the listener that puts moved-import warnings in the task log (the live-stack test)
+        assert [m.__name__ for m in DocsignUiPlugin.listeners] == [
+            "airflow_provider_docsign.ui.moved_listener"
+        ]
 
 
 def test_a_campaign_file_is_opened_only_in_a_configured_place_with_its_connection(tmp_path: Path) -> None:
