@@ -111,9 +111,9 @@ test:
 test-core: lint typecheck
 	bash .ci/pytest.sh $(VENV) $(PARALLEL) $(SLOWEST) -m "not distributed"
 
-# The loop while working (under 2 minutes on 2 cores): lint, format, types, then the tests that start
-# no Airflow and no server of their own beyond the session's sandbox: unit, contract, and the hostile
-# modules that need no Airflow stack, api-server or end-to-end run (marker `quick`, tests/conftest.py).
+# The loop while working (under 2 minutes on 2 cores): lint, format, types, then every unit and contract
+# test and the hostile tests that use no server fixture (no sandbox, S3 server or metadata database):
+# marker `quick`, set in tests/conftest.py.
 check: lint typecheck
 	bash .ci/pytest.sh $(VENV) $(PARALLEL) $(SLOWEST) -q -m "quick" tests/unit tests/contract tests/hostile
 
