@@ -230,6 +230,9 @@ class SandboxServer:
         if self._session is None:
             self._session = requests.Session()
             self._session.headers["Authorization"] = f"Bearer {self._api_key}"
+            # A new connection per control call: a kept-alive one that the server closes after its idle
+            # timeout (uvicorn: 5 s) could be reused at that moment and reset (seen under load).
+            self._session.headers["Connection"] = "close"
         return self._session
 
     def _control(self, method: str, path: str, json: Any = None, params: Any = None) -> Any:
