@@ -285,15 +285,14 @@ def histogram(
     :param bounds_hours: The bins' upper bounds in hours, increasing.
     """
     edges = [0.0, *bounds_hours]
-    bins = [
-        {"label": _span(low, high), "from_hours": low, "to_hours": high, "count": 0}
-        for low, high in zip(edges, [*bounds_hours, None], strict=True)
-    ]
+    counts = [0] * len(edges)
     for value in seconds:
         hours = value / 3600
-        index = next((i for i, bound in enumerate(bounds_hours) if hours <= bound), len(bounds_hours))
-        bins[index]["count"] += 1
-    return bins
+        counts[next((i for i, bound in enumerate(bounds_hours) if hours <= bound), len(bounds_hours))] += 1
+    return [
+        {"label": _span(low, high), "from_hours": low, "to_hours": high, "count": count}
+        for low, high, count in zip(edges, [*bounds_hours, None], counts, strict=True)
+    ]
 
 
 def _hours_text(hours: float) -> str:
