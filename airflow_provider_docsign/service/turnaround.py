@@ -88,17 +88,31 @@ def _time(value: Any) -> datetime | None:
     return parse_timestamp(value)
 
 
-def sent(*, audit: Any = None, campaign: Any = None, task: Any = None) -> Sent | None:
+#: A send time later than "now" by more than this (clocks apart) is not believed (:func:`sent`).
+CLOCK_SKEW_SECONDS = 300.0
+
+
+def sent(
+    *, audit: Any = None, campaign: Any = None, task: Any = None, now: datetime | None = None
+) -> Sent | None:
     """The send time from the most trusted source given (each a datetime or ISO text, or ``None``).
+
+    A value that is not a time, or (with ``now``) one later than ``now`` by more than
+    :data:`CLOCK_SKEW_SECONDS` (a file that says an envelope was sent tomorrow), is not believed: the
+    next source is read, and with none left the envelope has no send time.
 
     :param audit: The first ``DOCUMENT_SENT`` audit entry's time (:func:`audit_time`).
     :param campaign: A bulk send's ``sent_at`` for the row.
     :param task: When a distribute task of the envelope wrote its XCom.
+    :param now: The time the send time is judged at (``None``: a future time is believed).
     """
     for source, value in zip(SENT_SOURCES, (audit, campaign, task), strict=True):
         moment = _time(value)
-        if moment is not None:
-            return Sent(moment, source)
+        if moment is None:
+            continue
+        if now is not None and (moment - now).total_seconds() > CLOCK_SKEW_SECONDS:
+            continue
+        return Sent(moment, source)
     return None
 
 
