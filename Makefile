@@ -188,6 +188,12 @@ stack:
 stack-down:
 	$(VENV)/bin/python scripts/stack.py down
 
+# Re-fetch the pinned chart library (ui/static/vendor/uplot.json) from the npm registry, checked
+# against its integrity hash; the files are committed, so neither make demo nor make test needs this.
+.PHONY: vendor-charts
+vendor-charts: install
+	$(VENV)/bin/python scripts/vendor_charts.py
+
 # The guides (docs/*.md, nav in mkdocs.yml) as a static site in site/; strict mode fails on any warning.
 .PHONY: docs
 docs: install

@@ -48,7 +48,15 @@ from airflow_provider_docsign.ui.task_view import task_data
 
 URL_PREFIX = "/docsign"
 PAGES = {"contracts": "contracts.html", "task": "task.html"}
-ASSETS = {"contracts.js": "text/javascript", "task.js": "text/javascript", "docsign.css": "text/css"}
+ASSETS = {
+    "contracts.js": "text/javascript",
+    "task.js": "text/javascript",
+    "docsign.css": "text/css",
+    "charts.js": "text/javascript",
+    # uPlot, pinned and checked in vendor/uplot.json (scripts/vendor_charts.py fetched it): no CDN.
+    "vendor/uPlot.iife.min.js": "text/javascript",
+    "vendor/uPlot.min.css": "text/css",
+}
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
     "img-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'self'",
@@ -96,12 +104,10 @@ def _json(data: Any, status: int = 200) -> JSONResponse:
 
 
 def _asset(name: str) -> str:
-    return (
-        resources.files("airflow_provider_docsign.ui")
-        .joinpath("static")
-        .joinpath(name)
-        .read_text(encoding="utf-8")
-    )
+    found = resources.files("airflow_provider_docsign.ui").joinpath("static")
+    for part in name.split("/"):  # only names listed in PAGES or ASSETS reach here
+        found = found.joinpath(part)
+    return found.read_text(encoding="utf-8")
 
 
 def _airflow_base(request: Request) -> str:
@@ -163,7 +169,7 @@ def create_app(settings: UiSettings | None = None) -> FastAPI:
             raise HTTPException(404, "no such page")
         return Response(_asset(PAGES[page]), media_type="text/html", headers=SECURITY_HEADERS)
 
-    @app.get("/ui/static/{name}")
+    @app.get("/ui/static/{name:path}")
     def asset(name: str, user: GetUserDep) -> Response:
         if name not in ASSETS:
             raise HTTPException(404, "no such file")

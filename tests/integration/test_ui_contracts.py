@@ -145,12 +145,20 @@ def test_the_pages_carry_no_data_and_no_inline_script(server: ApiServer) -> None
         for banned in ("<script>", "onerror", "innerHTML"):
             assert banned not in resp.text
         assert resp.headers["X-Content-Type-Options"] == "nosniff"
-    for name in ("contracts.js", "task.js"):
+    for name in ("contracts.js", "task.js", "charts.js", "vendor/uPlot.iife.min.js"):
         script = admin.get(f"{server.url}/docsign/ui/static/{name}", timeout=30)
         assert script.headers["Content-Type"].startswith("text/javascript")
         for banned in ("innerHTML", "insertAdjacentHTML", "outerHTML", "document.write", "eval("):
             assert banned not in script.text, (name, banned)
-    assert admin.get(f"{server.url}/docsign/ui/static/../app.py", timeout=30).status_code == 404
+    # The chart library is served from the plugin itself: uPlot, the pinned version, never a CDN.
+    library = admin.get(f"{server.url}/docsign/ui/static/vendor/uPlot.iife.min.js", timeout=30).text
+    assert library.startswith("/*! https://github.com/leeoniya/uPlot (v1.6.32) */")
+    assert "new Function" not in library
+    style = admin.get(f"{server.url}/docsign/ui/static/vendor/uPlot.min.css", timeout=30)
+    assert style.headers["Content-Type"].startswith("text/css")
+    refused = ("../app.py", "vendor/../../app.py", "vendor/uplot.json", "vendor/uPlot.iife.js", "/etc/passwd")
+    for name in refused:
+        assert admin.get(f"{server.url}/docsign/ui/static/{name}", timeout=30).status_code == 404, name
 
 
 def test_a_task_airflow_knows_nothing_of_costs_nothing(server: ApiServer, ui_sandbox: SandboxServer) -> None:
