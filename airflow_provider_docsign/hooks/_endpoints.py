@@ -189,16 +189,13 @@ def cancel_envelope(envelope_id: str, reason: str | None) -> Call:
     return Call("POST", "/envelope/cancel", WRITE, json=body, what="cancel envelope")
 
 
-def audit_log(envelope_id: str, *, page: int) -> Call:
-    """``GET /envelope/{id}/audit-log`` (one page)."""
+def audit_log(envelope_id: str, *, page: int, oldest_first: bool = False) -> Call:
+    """``GET /envelope/{id}/audit-log`` (one page; newest first, or by ``createdAt`` ascending)."""
     check_str_id(envelope_id, "envelope_id")
-    return Call(
-        "GET",
-        f"/envelope/{_q(envelope_id)}/audit-log",
-        READ,
-        params={"page": page, "perPage": PAGE_SIZE},
-        what="get audit log",
-    )
+    params: dict[str, Any] = {"page": page, "perPage": PAGE_SIZE}
+    if oldest_first:
+        params.update(orderByColumn="createdAt", orderByDirection="asc")
+    return Call("GET", f"/envelope/{_q(envelope_id)}/audit-log", READ, params=params, what="get audit log")
 
 
 # -- templates ------------------------------------------------------------------------------------

@@ -351,12 +351,19 @@ class EnvelopeMethods:
         """
         self._call(ep.cancel_envelope(envelope_id, reason))
 
-    def get_audit_log(self: HookCore, envelope_id: str) -> Iterator[dict[str, Any]]:
+    def get_audit_log(
+        self: HookCore, envelope_id: str, *, oldest_first: bool = False
+    ) -> Iterator[dict[str, Any]]:
         """Iterate over the envelope's audit log entries (every page, newest first).
 
+        A page is requested only when the iteration reaches it: close the iterator to stop paging.
+
         :param envelope_id: The envelope id.
+        :param oldest_first: Oldest first instead (``createdAt`` ascending), so the first sending and
+            opening come on the first pages.
         """
-        for entry in self._pages(lambda page: ep.audit_log(envelope_id, page=page)):
+        pages = self._pages(lambda page: ep.audit_log(envelope_id, page=page, oldest_first=oldest_first))
+        for entry in pages:
             yield dict(entry)
 
 

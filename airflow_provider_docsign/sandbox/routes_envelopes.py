@@ -7,6 +7,7 @@ import json
 import os
 import re
 import time
+from datetime import datetime, timezone
 from typing import Any
 
 from fastapi import APIRouter
@@ -359,6 +360,14 @@ async def cancel(request: Request) -> Response:
     return success()
 
 
+def _entry_time(entry: Obj) -> float:
+    try:
+        at = datetime.fromisoformat(str(entry["createdAt"]).replace("Z", "+00:00"))
+    except (KeyError, ValueError):
+        return 0.0
+    return (at if at.tzinfo else at.replace(tzinfo=timezone.utc)).timestamp()
+
+
 @router.get("/envelope/{envelope_id}/audit-log")
 async def audit_log(request: Request, envelope_id: str) -> Response:
     """Paginated audit log, newest first by default (50 per page)."""
@@ -371,7 +380,10 @@ async def audit_log(request: Request, envelope_id: str) -> Response:
         raise app_error(path, "INVALID_REQUEST", "Templates do not have audit logs.")
     rows = state.store.audit_of(envelope_id)
     asc = q.get("orderByDirection") == "asc"
-    rows.sort(key=lambda a: a["_seq"], reverse=not asc)
+    if q.get("orderByColumn") == "createdAt":  # by the entry's time, as the service does (seeded times too)
+        rows.sort(key=lambda a: (_entry_time(a), a["_seq"]), reverse=not asc)
+    else:
+        rows.sort(key=lambda a: a["_seq"], reverse=not asc)
     result = views.paginate(rows, int(q.get("page", 1)), int(q.get("perPage", 50)))
     result["data"] = [views.audit_view(a) for a in result["data"]]
     return ok(result)

@@ -8,11 +8,13 @@ creating each one through multipart HTTP and waiting for real time to pass:
   life so far (status, times, recipients with their signing state, fields with their values) and
   returns ``{"ids": [...]}`` in the order given;
 - ``POST /_sandbox/times`` ``{"envelopeId", "createdAt"?, "updatedAt"?, "completedAt"?, "sentAt"?,
-  "recipients"?: [{"id", "signedAt"?, "expiresAt"?}]}`` rewrites the timestamps of any envelope,
-  including one created through the API.
+  "recipients"?: [{"id", "signedAt"?, "expiresAt"?}], "audit"?: [...]}`` rewrites the timestamps of any
+  envelope, including one created through the API.
 
 A ``sentAt`` becomes a ``DOCUMENT_SENT`` audit-log entry at that time: the real service records the
-sending time only there (no envelope or recipient attribute holds it).
+sending time only there (no envelope or recipient attribute holds it). ``audit`` (in a spec or a
+times call) adds further entries ``{"type", "createdAt"}`` in the order given, e.g. ``DOCUMENT_OPENED``,
+where the service records when a recipient first opened the document.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ _STATUSES = ("DRAFT", "PENDING", "COMPLETED", "REJECTED", "CANCELLED")
 _SEED_PDF = "seeded-envelope.pdf"
 #: One seed call stores at most this many envelopes (a bounded request).
 MAX_SEED = 20_000
+#: One envelope spec (or times call) adds at most this many further audit entries.
+MAX_AUDIT = 20_000
 
 
 def _bad(message: str) -> ApiError:
@@ -55,7 +59,7 @@ def _time(value: Any, where: str) -> str | None:
     return value
 
 
-def _sent_entry(env_id: str, at: str) -> Obj:
+def _sent_entry(env_id: str, at: str, kind: str = "DOCUMENT_SENT") -> Obj:
     return {
         "id": cuid(),
         "createdAt": at,
@@ -65,10 +69,23 @@ def _sent_entry(env_id: str, at: str) -> Obj:
         "userId": 1,
         "userAgent": "airflow-provider-docsign-sandbox",
         "ipAddress": "127.0.0.1",
-        "type": "DOCUMENT_SENT",
+        "type": kind,
         "data": {},
         "_seq": time.time_ns(),
     }
+
+
+def _extra_audit(store: Any, env_id: str, entries: Any, where: str) -> None:
+    """``audit``: further entries ``{"type", "createdAt"}`` (``DOCUMENT_OPENED``...), stored in order."""
+    if entries is None:
+        return
+    if not isinstance(entries, list) or len(entries) > MAX_AUDIT:
+        raise _bad(f"{where}.audit must be a list of at most {MAX_AUDIT} entries")
+    for a_index, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
+            raise _bad(f"{where}.audit[{a_index}].type is required")
+        at = _time(entry.get("createdAt"), f"{where}.audit[{a_index}].createdAt") or iso()
+        store.put("audit", _sent_entry(env_id, at, entry["type"]))
 
 
 def _seed_one(state: SandboxState, spec: Any, index: int) -> str:
@@ -153,6 +170,7 @@ def _seed_one(state: SandboxState, spec: Any, index: int) -> str:
     sent = _time(spec.get("sentAt"), f"{where}.sentAt")
     if sent is not None:
         store.put("audit", _sent_entry(env_id, sent))
+    _extra_audit(store, env_id, spec.get("audit"), where)
     return env_id
 
 
@@ -189,6 +207,7 @@ def _set_times(state: SandboxState, body: dict[str, Any]) -> Obj:
         store.put("envelope", env)
         if body.get("sentAt") is not None:
             store.put("audit", _sent_entry(env_id, str(_time(body["sentAt"], "sentAt"))))
+        _extra_audit(store, env_id, body.get("audit"), "body")
         for r_index, change in enumerate(body.get("recipients") or []):
             rec = store.edit("recipient", int(change.get("id", -1)))
             if rec is None or rec["envelopeId"] != env_id:

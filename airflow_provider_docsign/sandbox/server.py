@@ -364,7 +364,8 @@ class SandboxServer:
         Each spec: ``title``, ``status``, ``createdAt``/``updatedAt``/``completedAt``/``sentAt``,
         ``externalId``, ``folderId``, ``templateId`` and ``recipients`` (``email``, ``name``, ``role``,
         ``signingOrder``, ``readStatus``, ``sendStatus``, ``signingStatus``, ``signedAt``, ``expiresAt``,
-        ``rejectionReason`` and ``fields``: ``type``, ``page``, ``fieldMeta``, ``customText``).
+        ``rejectionReason`` and ``fields``: ``type``, ``page``, ``fieldMeta``, ``customText``), and
+        ``audit``: further audit entries ``{"type", "createdAt"}`` (``DOCUMENT_OPENED``...).
         """
         return list(self._control("POST", "/seed", json={"envelopes": envelopes})["ids"])
 
@@ -372,7 +373,8 @@ class SandboxServer:
         """Test-only: rewrite an envelope's timestamps.
 
         ``createdAt``/``updatedAt``/``completedAt``; a ``sentAt`` adds a ``DOCUMENT_SENT`` audit
-        entry; ``recipients=[{"id", "signedAt", "expiresAt"}]`` sets recipients' times.
+        entry; ``recipients=[{"id", "signedAt", "expiresAt"}]`` sets recipients' times; ``audit=[{"type",
+        "createdAt"}]`` adds audit entries.
         """
         self._control("POST", "/times", json={"envelopeId": envelope_id, **times})
 
