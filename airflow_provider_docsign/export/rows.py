@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
+from airflow_provider_docsign.service import turnaround
+from airflow_provider_docsign.service.expiry import parse_timestamp
 from airflow_provider_docsign.service.models import Envelope, EnvelopeSummary, Field, Recipient, parse_ts
 
 __all__ = [
@@ -51,7 +53,9 @@ __all__ = [
 ]
 
 #: Bump when a column is added, removed, renamed or changes type (and say so in docs/contract-data.md).
-SCHEMA_VERSION = 1
+#: 2: envelopes gained sent_source, last_signed_at, seconds_to_sign, first_opened_at and
+#: seconds_to_first_open; recipients gained funnel_stage (all from :mod:`..service.turnaround`).
+SCHEMA_VERSION = 2
 PII_MODES = ("hash", "keep", "drop")
 FORMATS = ("jsonl", "parquet")
 ColumnType = Literal["string", "int64", "float64", "bool", "timestamp"]
@@ -113,6 +117,19 @@ TABLES: dict[str, tuple[Column, ...]] = {
         _c("rejection_reason", "string", "The rejecting recipient's reason (free text).", pii=True),
         _c("hours_created_to_completed", "float64", "Hours from created_at to completed_at."),
         _c("hours_sent_to_completed", "float64", "Hours from sent_at to completed_at."),
+        _c("sent_source", "string", "Where sent_at comes from: 'audit' (the audit log), null when unknown."),
+        _c(
+            "last_signed_at",
+            "timestamp",
+            "COMPLETED only: the latest signedAt of the recipients who had to act (not CC) and signed.",
+        ),
+        _c("seconds_to_sign", "float64", "Seconds from sent_at to last_signed_at (the time to sign)."),
+        _c(
+            "first_opened_at",
+            "timestamp",
+            "The first DOCUMENT_OPENED of the audit log (null unless read_sent_times).",
+        ),
+        _c("seconds_to_first_open", "float64", "Seconds from sent_at to first_opened_at."),
     ),
     "recipients": (
         _VERSION,
@@ -127,6 +144,12 @@ TABLES: dict[str, tuple[Column, ...]] = {
         _c("signing_status", "string", "NOT_SIGNED, SIGNED or REJECTED."),
         _c("signed_at", "timestamp", "When the recipient signed (or rejected)."),
         _c("expires_at", "timestamp", "When the recipient's signing link expires."),
+        _c(
+            "funnel_stage",
+            "string",
+            "sent, opened, signed, rejected or expired (at the interval's end); null when not in the "
+            "funnel (CC, a DRAFT, not sent yet in a signing order).",
+        ),
     ),
     "field_values": (
         _VERSION,
@@ -184,6 +207,9 @@ def format_ts(value: datetime | None) -> str | None:
     if value is None:
         return None
     return value.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def partition_date(start: datetime) -> str:
@@ -247,10 +273,8 @@ def select(summaries: Iterable[EnvelopeSummary], window: Window) -> Iterator[tup
 
 
 def sent_time(audit_entries: Iterable[Mapping[str, Any]]) -> datetime | None:
-    """The first ``DOCUMENT_SENT`` time in an envelope's audit log (the service keeps it nowhere else)."""
-    times = [parse_ts(e.get("createdAt")) for e in audit_entries if e.get("type") == "DOCUMENT_SENT"]
-    found = [t for t in times if t is not None]
-    return min(found) if found else None
+    """The first ``DOCUMENT_SENT`` time in an envelope's audit log (:func:`.turnaround.audit_time`)."""
+    return turnaround.audit_time(audit_entries, "DOCUMENT_SENT")
 
 
 # -- personal data ------------------------------------------------------------------------------------
@@ -312,11 +336,27 @@ def _rejection_reason(envelope: Envelope) -> str | None:
     return None
 
 
-def envelope_row(envelope: Envelope, pii: PiiPolicy, sent_at: datetime | None = None) -> dict[str, Any]:
-    """The ``envelopes`` row of one envelope."""
+#: A time the service returned; ``None`` for one missing or not a time (a row, never a failure).
+_ts = parse_timestamp
+
+
+def envelope_row(
+    envelope: Envelope,
+    pii: PiiPolicy,
+    sent_at: datetime | None = None,
+    *,
+    first_opened_at: datetime | None = None,
+) -> dict[str, Any]:
+    """The ``envelopes`` row of one envelope.
+
+    :param sent_at: Its first ``DOCUMENT_SENT`` (:class:`AuditTimes`), if read.
+    :param first_opened_at: Its first ``DOCUMENT_OPENED``, if read.
+    """
     status = str(getattr(envelope.status, "value", envelope.status))
-    created = parse_ts(envelope.created_at)
-    ended = parse_ts(envelope.completed_at)  # the service sets completedAt for all three end states
+    created = _ts(envelope.created_at)
+    ended = _ts(envelope.completed_at)  # the service sets completedAt for all three end states
+    sent = turnaround.sent(audit=sent_at)
+    last_signed = turnaround.last_signature(envelope)
     completed = ended if status == "COMPLETED" else None
     raw_template = envelope.raw.get("templateId")
     return {
@@ -328,7 +368,7 @@ def envelope_row(envelope: Envelope, pii: PiiPolicy, sent_at: datetime | None = 
         "template_id": int(raw_template) if raw_template is not None else None,
         "folder_id": envelope.folder_id,
         "created_at": format_ts(created),
-        "updated_at": format_ts(parse_ts(envelope.updated_at)),
+        "updated_at": format_ts(_ts(envelope.updated_at)),
         "sent_at": format_ts(sent_at),
         "completed_at": format_ts(completed),
         "cancelled_at": format_ts(ended if status == "CANCELLED" else None),
@@ -336,11 +376,28 @@ def envelope_row(envelope: Envelope, pii: PiiPolicy, sent_at: datetime | None = 
         "rejection_reason": pii.apply(_rejection_reason(envelope), column="envelopes.rejection_reason"),
         "hours_created_to_completed": _hours(created, completed),
         "hours_sent_to_completed": _hours(sent_at, completed),
+        "sent_source": sent.source if sent else None,
+        "last_signed_at": turnaround.iso(last_signed),
+        "seconds_to_sign": turnaround.seconds_to_sign(envelope, sent),
+        "first_opened_at": turnaround.iso(first_opened_at),
+        "seconds_to_first_open": turnaround.seconds_between(sent, first_opened_at),
     }
 
 
-def recipient_row(envelope_id: str, rec: Recipient, pii: PiiPolicy) -> dict[str, Any]:
-    """The ``recipients`` row of one recipient (the signing token is never read)."""
+def recipient_row(
+    envelope_id: str,
+    rec: Recipient,
+    pii: PiiPolicy,
+    *,
+    envelope_status: str = "",
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """The ``recipients`` row of one recipient (the signing token is never read).
+
+    :param envelope_status: The envelope's status (a DRAFT's recipients are not in the funnel).
+    :param now: The time link expiry is judged against (the export's interval end), never the clock.
+    """
+    stage = turnaround.recipient_stage(rec, envelope_status, now) if now is not None else None
     return {
         "schema_version": SCHEMA_VERSION,
         "envelope_id": envelope_id,
@@ -352,8 +409,9 @@ def recipient_row(envelope_id: str, rec: Recipient, pii: PiiPolicy) -> dict[str,
         "read_status": rec.read_status,
         "send_status": rec.send_status,
         "signing_status": rec.signing_status,
-        "signed_at": format_ts(parse_ts(rec.signed_at)),
-        "expires_at": format_ts(parse_ts(rec.raw.get("expiresAt"))),
+        "signed_at": format_ts(_ts(rec.signed_at)),
+        "expires_at": format_ts(_ts(rec.raw.get("expiresAt"))),
+        "funnel_stage": stage,
     }
 
 
@@ -378,13 +436,28 @@ def field_row(envelope_id: str, fld: Field, pii: PiiPolicy) -> dict[str, Any]:
 
 
 def envelope_rows(
-    envelope: Envelope, pii: PiiPolicy, sent_at: datetime | None = None
+    envelope: Envelope,
+    pii: PiiPolicy,
+    sent_at: datetime | None = None,
+    *,
+    first_opened_at: datetime | None = None,
+    now: datetime | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
-    """The rows of one envelope in all three tables, in the export's fixed order."""
+    """The rows of one envelope in all three tables, in the export's fixed order.
+
+    :param sent_at: The envelope's first ``DOCUMENT_SENT``, if read.
+    :param first_opened_at: Its first ``DOCUMENT_OPENED``, if read.
+    :param now: The time the funnel's link expiry is judged against: the export passes its interval's
+        end, so the same interval exports the same bytes whenever it runs. ``None``: the envelope's
+        own ``updatedAt`` (never the wall clock).
+    """
+    moment = now or _ts(envelope.updated_at) or _ts(envelope.created_at) or _EPOCH
+    status = str(getattr(envelope.status, "value", envelope.status))
     return {
-        "envelopes": [envelope_row(envelope, pii, sent_at)],
+        "envelopes": [envelope_row(envelope, pii, sent_at, first_opened_at=first_opened_at)],
         "recipients": [
-            recipient_row(envelope.id, r, pii) for r in sorted(envelope.recipients, key=lambda r: r.id)
+            recipient_row(envelope.id, r, pii, envelope_status=status, now=moment)
+            for r in sorted(envelope.recipients, key=lambda r: r.id)
         ],
         "field_values": [field_row(envelope.id, f, pii) for f in sorted(envelope.fields, key=lambda f: f.id)],
     }
