@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -9,7 +10,7 @@ import subprocess
 import sys
 import textwrap
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +155,40 @@ def lease_path(folder: Path, sandbox: SandboxServer, campaign: str) -> Path:
     from airflow_provider_docsign.bulk.store import service_identity
 
     return folder / lease_name(campaign, service_identity(sandbox.base_url))
+
+
+class QuietLog:
+    """A logger that keeps what it was told (a lease's warnings), for tests to read."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def warning(self, msg: str, *args: object) -> None:
+        self.lines.append(msg % args)
+
+    error = info = warning
+
+
+@contextlib.contextmanager
+def live_lease(folder: Path, sandbox: SandboxServer, campaign: str) -> Iterator[Any]:
+    """Hold ``campaign``'s lease as a live try on another machine would (beating every 0.2 s)."""
+    from airflow_provider_docsign.bulk.lease import CampaignLease
+    from airflow_provider_docsign.bulk.store import service_identity
+
+    other = CampaignLease(
+        folder,
+        campaign,
+        describe="dag.send run r1 try 1",
+        stale_after=3600,
+        log=QuietLog(),
+        service=service_identity(sandbox.base_url),
+        beat=0.2,
+    )
+    other.acquire()
+    try:
+        yield other
+    finally:
+        other.release()
 
 
 #: One try of a campaign in a process of its own (``run_tries_together``).

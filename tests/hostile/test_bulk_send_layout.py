@@ -21,6 +21,7 @@ from bulk_helpers import (
     campaign_counts,
     customers,
     lease_path,
+    live_lease,
     make_template,
     operator,
     read_table,
@@ -101,26 +102,14 @@ def test_a_live_owner_is_waited_for_one_stale_period_then_named_and_nothing_is_s
     leases: Path,
     task_log: Callable[[], str],
 ) -> None:
-    from airflow_provider_docsign.bulk.lease import CampaignLease, LeaseHeldError
+    from airflow_provider_docsign.bulk.lease import LeaseHeldError
 
     template_id = make_template(hook, make_pdf("t.pdf"))
-    other = CampaignLease(
-        leases,
-        "alive",
-        describe="dag.send run r1 try 1",
-        stale_after=3600,
-        log=_Quiet(),
-        service=service_identity(sandbox.base_url),
-        beat=0.2,
-    )
-    other.acquire()
-    try:
+    with live_lease(leases, sandbox, "alive"):
         sandbox.clear_requests()
         with pytest.raises(LeaseHeldError, match=r"campaign 'alive' is being sent by another try \(dag.send"):
             operator(template_id, customers(3), tmp_path / "r.jsonl", campaign_id="alive").execute(ctx())
         assert sandbox.requests() == []
-    finally:
-        other.release()
     assert "Waiting up to 3s for the lease of campaign 'alive'" in task_log()
     # Given back: the next try takes it at once.
     assert (
@@ -356,15 +345,3 @@ def test_open_confined_refuses_a_link_swapped_in_after_the_check(tmp_path: Path)
     with pytest.raises(OutsideFolderError):
         open_confined(root, outside / "f.pdf")
     assert (outside / "f.pdf").read_bytes() == b"%PDF-outside"
-
-
-class _Quiet:
-    """A logger that keeps what it was told."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def warning(self, msg: str, *args: object) -> None:
-        self.lines.append(msg % args)
-
-    error = info = warning

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 from bulk_helpers import (
+    QuietLog,
     campaign_counts,
     customers,
     lease_path,
+    live_lease,
     make_template,
     operator,
     read_table,
@@ -27,7 +29,6 @@ from helpers import ctx
 
 from airflow_provider_docsign.archive.store import quiet_upath
 from airflow_provider_docsign.bulk.lease import CampaignLease, LeaseHeldError, lease_name
-from airflow_provider_docsign.bulk.store import service_identity
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.sandbox import SandboxServer
 
@@ -106,25 +107,13 @@ def test_a_fresh_lease_of_another_try_is_waited_for_then_refused_and_a_stale_one
     out = tmp_path / "out"
     out.mkdir()
     # Another try holds the lease (as a live worker on another machine would, beating).
-    other = CampaignLease(
-        leases,
-        "held",
-        describe="dag.send run r1 try 1",
-        stale_after=3600,
-        log=_Quiet(),
-        service=service_identity(sandbox.base_url),
-        beat=0.2,
-    )
-    other.acquire()
-    try:
+    with live_lease(leases, sandbox, "held"):
         sandbox.clear_requests()
         with pytest.raises(
             LeaseHeldError, match=r"campaign 'held' is being sent by another try \(dag.send run r1"
         ):
             operator(template_id, customers(5), out / "results.jsonl", campaign_id="held").execute(ctx())
         assert sandbox.requests() == []  # waited one stale period, then failed: not even the listing
-    finally:
-        other.release()
     # A dead try's lease: its last beat is older than stale_after.
     lease_path(leases, sandbox, "held").write_text(
         json.dumps({"version": 1, "owner": "dead", "describe": "a dead worker", "beat": time.time() - 3600})
@@ -192,8 +181,8 @@ def test_the_lease_on_s3_uses_conditional_writes_and_refuses_a_second_owner(
 
     make_s3_bucket("leases", conn_id="lease_s3")
     folder = ObjectStoragePath("s3://leases/campaigns/", conn_id="lease_s3")
-    first = CampaignLease(folder, "s3-camp", describe="first", stale_after=3600, log=_Quiet())
-    second = CampaignLease(folder, "s3-camp", describe="second", stale_after=3600, log=_Quiet(), wait=0)
+    first = CampaignLease(folder, "s3-camp", describe="first", stale_after=3600, log=QuietLog())
+    second = CampaignLease(folder, "s3-camp", describe="second", stale_after=3600, log=QuietLog(), wait=0)
     first.acquire()
     try:
         with pytest.raises(LeaseHeldError, match="another try \\(first on"):
@@ -208,15 +197,3 @@ def test_the_lease_on_s3_uses_conditional_writes_and_refuses_a_second_owner(
     assert folder.fs.info(f"leases/campaigns/{lease_name('s3-camp')}")["ETag"] != etag
     second.acquire()  # free again
     second.release()
-
-
-class _Quiet:
-    """A logger that keeps what it was told (the lease's warnings)."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def warning(self, msg: str, *args: object) -> None:
-        self.lines.append(msg % args)
-
-    error = info = warning
