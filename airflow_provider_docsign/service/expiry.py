@@ -220,7 +220,7 @@ def parse_timestamp(value: Any) -> datetime | None:
         return None
     try:
         return parse_ts(value)
-    except ValueError:
+    except (ValueError, OverflowError):  # year 1 or 9999 with an offset leaves the calendar in UTC
         return None
 
 

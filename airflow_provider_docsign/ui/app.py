@@ -43,6 +43,7 @@ from airflow_provider_docsign.ui.campaigns import (
     campaign_summaries,
 )
 from airflow_provider_docsign.ui.locations import Refused
+from airflow_provider_docsign.ui.sent import SendTimes
 from airflow_provider_docsign.ui.settings import UiSettings
 from airflow_provider_docsign.ui.task_view import task_data
 
@@ -193,6 +194,7 @@ def create_app(settings: UiSettings | None = None) -> FastAPI:
         folder_id: str | None = None,
         stalled_days: Annotated[float | None, Query(ge=0, le=3650)] = None,
         sort: Annotated[str, Query(pattern="^-?age$")] = "-age",
+        template_id: Annotated[str | None, Query(pattern="^(none|[0-9]{1,16})$")] = None,
     ) -> JSONResponse:
         dags = readable_dags(user)
         chosen = connection(user, conn_id)
@@ -203,36 +205,49 @@ def create_app(settings: UiSettings | None = None) -> FastAPI:
         base = _airflow_base(request)
         sent_by = campaign_links(dags, chosen)
         by_batch = batches.batch_envelopes(batch(dags))
+        runs, _ = state.campaigns.get(
+            frozenset(dags), lambda: lookup.campaigns(dags, state.settings.lookback_days)
+        )
+        send_time = SendTimes(state, runs, chosen)  # file reads (cached), never a service request
         # A user who may read only some DAGs sees only the envelopes linked to them; envelopes no DAG
         # (or only DAGs they may not read) made are for those who may read every DAG.
         every = lookup.every_dag(dags)
-        rows = []
+        shown = []  # (row, envelope, send time): the summary is computed over what the filters keep
         for envelope in listing.envelopes:
-            found = [*refs.get(envelope.id, ()), *by_batch.get(envelope.id, ())]
-            tasks = _unique([*found, *sent_by(envelope.external_id)])
+            own = refs.get(envelope.id, [])
+            campaign = sent_by(envelope.external_id)
+            tasks = _unique([*own, *by_batch.get(envelope.id, ()), *campaign])
             if not every and not tasks:
                 continue
             open_ = reader.is_open(envelope)
             tasks = [t for t in tasks if t.relation != "waiting" or open_]  # a settled one waits no more
-            rows.append(
-                reader.contract_row(
-                    envelope,
-                    folders=listing.folders,
-                    web_url=listing.web_url,
-                    now=now,
-                    stalled_days=threshold,
-                    tasks=[r.to_dict(base) for r in tasks],
-                )
+            sent = send_time(envelope.id, own, campaign)
+            row = reader.contract_row(
+                envelope,
+                folders=listing.folders,
+                web_url=listing.web_url,
+                now=now,
+                stalled_days=threshold,
+                tasks=[r.to_dict(base) for r in tasks],
+                sent=sent,
             )
-        total = len(rows)
+            shown.append((row, envelope, sent))
+        total = len(shown)
+        rows = [r for r, _, _ in shown]
         shown_folders = {r["folder_id"] for r in rows} if not every else set(listing.folders)
         statuses = sorted({r["status"] for r in rows})
+        templates = sorted({r["template_id"] for r in rows if r["template_id"] is not None})
         if status:
-            rows = [r for r in rows if r["status"] == status.upper()]
+            shown = [s for s in shown if s[0]["status"] == status.upper()]
         if stalled:
-            rows = [r for r in rows if r["stalled"]]
+            shown = [s for s in shown if s[0]["stalled"]]
         if folder_id:
-            rows = [r for r in rows if (r["folder_id"] or "root") == folder_id]
+            shown = [s for s in shown if (s[0]["folder_id"] or "root") == folder_id]
+        if template_id:
+            shown = [s for s in shown if str(s[0]["template_id"] or "none") == template_id]
+        summary = reader.contracts_summary(shown)
+        summary["unread_campaigns"] = sorted(send_time.unread)[:20]
+        rows = [r for r, _, _ in shown]
         # By the exact creation time (oldest first is "-age"); no time: last either way.
         dated = [r for r in rows if reader.parse_time(r["created_at"]) is not None]
         dated.sort(key=lambda r: reader.parse_time(r["created_at"]), reverse=sort != "-age")  # type: ignore[arg-type,return-value]
@@ -241,6 +256,8 @@ def create_app(settings: UiSettings | None = None) -> FastAPI:
             {
                 "connection": chosen,
                 "rows": rows,
+                "summary": summary,
+                "templates": templates,
                 "total": total,
                 "all_dags": every,
                 "statuses": statuses,

@@ -24,9 +24,11 @@ import posixpath
 import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import IO, Any
 
 from airflow_provider_docsign.service.expiry import mask_text
+from airflow_provider_docsign.service.turnaround import iso, sent
 
 #: A line of a result table longer than this is refused (the table is not a result table).
 MAX_LINE_BYTES = 1024 * 1024
@@ -168,11 +170,34 @@ def open_allowed(allowed: Allowed) -> IO[bytes]:
 
 @dataclass
 class Table:
-    """What the page needs of a result table: the sent envelopes, and the failed and invalid rows."""
+    """What the page needs of a result table: the sent envelopes, and the failed and invalid rows.
+
+    :param sent_at: Envelope id -> when the bulk send sent it (the row's ``sent_at``, ISO text), for the
+        rows that say so in a form that parses (a Contracts row's send time, source ``campaign``).
+    """
 
     envelope_ids: list[str] = field(default_factory=list)
     problems: list[dict[str, Any]] = field(default_factory=list)
     rows: int = 0
+    sent_at: dict[str, str] = field(default_factory=dict)
+
+
+#: A ``sent_at`` longer than this is not a timestamp.
+MAX_TIME_TEXT = 64
+
+
+def _sent_time(value: Any) -> str | None:
+    """A row's ``sent_at`` as ISO text (UTC), if it is a time, else ``None``.
+
+    ISO text (JSON Lines) or a datetime (Parquet); anything else (a number, a huge or malformed text) is
+    no time.
+    """
+    if isinstance(value, str) and len(value) > MAX_TIME_TEXT:
+        return None
+    if not isinstance(value, str | datetime):
+        return None
+    found = sent(campaign=value)
+    return iso(found.at) if found is not None else None
 
 
 def _short(value: Any) -> Any:
@@ -194,6 +219,9 @@ def _add(table: Table, seen: set[str], number: int, row: Any) -> None:
         if envelope_id not in seen:
             seen.add(envelope_id)
             table.envelope_ids.append(envelope_id)
+            at = _sent_time(row.get("sent_at"))
+            if at is not None:
+                table.sent_at[envelope_id] = at
     elif status in ("failed", "invalid"):
         attempts = row.get("attempts")
         table.problems.append(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from airflow_provider_docsign.service import turnaround
 from airflow_provider_docsign.service.expiry import awaits_signature, mask_email, mask_text, parse_timestamp
 from airflow_provider_docsign.service.links import build_envelope_url
 from airflow_provider_docsign.service.stalled import age_days, earliest_expiry, stalled
@@ -125,6 +126,19 @@ def recipient_rows(envelope: Any) -> list[dict[str, Any]]:
     return rows
 
 
+#: The largest template id kept (a JSON number a browser reads exactly); anything else is no template.
+MAX_TEMPLATE_ID = 2**53 - 1
+
+
+def template_id(envelope: Any) -> int | None:
+    """The template the envelope was made from (``templateId`` in its JSON), if it is a plain id."""
+    value = (getattr(envelope, "raw", None) or {}).get("templateId")
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 16:
+        value = int(value)
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TEMPLATE_ID
+    return value if ok else None
+
+
 def contract_row(
     envelope: Any,
     *,
@@ -133,6 +147,7 @@ def contract_row(
     now: datetime,
     stalled_days: float,
     tasks: Iterable[dict[str, Any]] = (),
+    sent: turnaround.Sent | None = None,
 ) -> dict[str, Any]:
     """One row of the Contracts page (JSON-safe; e-mails masked; no token, no raw JSON).
 
@@ -142,11 +157,12 @@ def contract_row(
     :param now: The time ages and expiries are judged against.
     :param stalled_days: The stalled threshold in days.
     :param tasks: The task instances that created it or wait on it (``TaskRef.to_dict``).
+    :param sent: When it was sent and how that is known (:mod:`~airflow_provider_docsign.ui.sent`);
+        ``None``: unknown. ``sent_at`` is its time, ``seconds_to_sign`` is
+        :func:`~airflow_provider_docsign.service.turnaround.seconds_to_sign`.
     """
     verdict = stalled(envelope, now, older_than_days=stalled_days)
     tasks = list(tasks)
-    # The service keeps no send time: it is when a distribute task of this envelope wrote its XCom.
-    sent = [t["at"] for t in tasks if t.get("relation") == "sent" and t.get("at")]
     age = age_days(envelope, now)
     return {
         "id": envelope.id,
@@ -155,7 +171,10 @@ def contract_row(
         "status": _status(envelope),
         "age_days": None if age is None else round(age, 2),
         "created_at": envelope.created_at,
-        "sent_at": min(sent) if sent else None,
+        "sent_at": turnaround.iso(sent.at) if sent is not None else None,
+        "sent": sent.to_dict() if sent is not None else None,
+        "seconds_to_sign": turnaround.seconds_to_sign(envelope, sent),
+        "template_id": template_id(envelope),
         "completed_at": envelope.completed_at,
         # Only a sent envelope waits for anyone: a draft's or a cancelled one's signers are not "unsigned".
         "unsigned": [
@@ -170,6 +189,39 @@ def contract_row(
         "stalled_reason": verdict.reason() if verdict else None,
         "url": build_envelope_url(web_url, _team_url(envelope), envelope.id) or None,
         "tasks": tasks,
+    }
+
+
+def contracts_summary(
+    shown: Iterable[tuple[Mapping[str, Any], Any, turnaround.Sent | None]],
+) -> dict[str, Any]:
+    """The numbers above the Contracts table, over the rows shown (after every filter).
+
+    ``counts`` by status, ``stalled``, ``time_to_sign``
+    (:func:`~airflow_provider_docsign.service.turnaround.summarize`), its ``histogram``
+    (:func:`~airflow_provider_docsign.service.turnaround.histogram` of the rows' ``seconds_to_sign``) and
+    ``without_sent``: envelopes that left DRAFT but have no known send time (counted, never guessed).
+
+    :param shown: Each row shown (:func:`contract_row`) with its envelope and send time.
+    """
+    counts: dict[str, int] = {}
+    stalled_count = without_sent = 0
+    pairs: list[tuple[Any, turnaround.Sent | None]] = []
+    seconds: list[float] = []
+    for row, envelope, sent in shown:
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+        stalled_count += bool(row["stalled"])
+        without_sent += sent is None and row["status"] != "DRAFT"
+        pairs.append((envelope, sent))
+        if row["seconds_to_sign"] is not None:
+            seconds.append(row["seconds_to_sign"])
+    return {
+        "shown": len(pairs),
+        "counts": dict(sorted(counts.items())),
+        "stalled": stalled_count,
+        "time_to_sign": turnaround.summarize(pairs).to_dict(),
+        "histogram": turnaround.histogram(seconds),
+        "without_sent": without_sent,
     }
 
 

@@ -181,6 +181,7 @@ def test_a_zero_cache_time_never_keeps_a_value_and_a_negative_one_is_refused() -
 
 
 def test_a_row_holds_no_token_no_raw_json_and_no_plain_email() -> None:
+    from airflow_provider_docsign.service.turnaround import sent
     from airflow_provider_docsign.ui.reader import contract_row
 
     task = {"relation": "sent", "at": "2026-11-20T10:00:00+00:00", "dag_id": "d"}
@@ -191,13 +192,15 @@ def test_a_row_holds_no_token_no_raw_json_and_no_plain_email() -> None:
         now=NOW,
         stalled_days=7,
         tasks=[task],
+        sent=sent(task=task["at"]),
     )
     text = repr(row)
     assert "signing-token-secret" not in text
     assert "jane.doe@acme.example" not in text
     assert row["unsigned"] == [{"role": "SIGNER", "email": "j***@acme.example"}]
     assert row["stalled"] is True
-    assert row["sent_at"] == "2026-11-20T10:00:00+00:00"
+    assert row["sent_at"] == "2026-11-20T10:00:00.000Z"
+    assert row["sent"] == {"at": "2026-11-20T10:00:00.000Z", "source": "task"}
     assert row["url"] == "https://sign.example/t/acme/documents/envelope_abc"
     # A connection whose web URL is not http(s) gives no link at all.
     assert (
