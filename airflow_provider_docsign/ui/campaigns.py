@@ -21,6 +21,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
+from airflow_provider_docsign.service import turnaround
 from airflow_provider_docsign.service.expiry import mask_text
 from airflow_provider_docsign.ui import reader
 from airflow_provider_docsign.ui.locations import (
@@ -89,6 +90,51 @@ def _sent_ids(state: Any, run: CampaignRun) -> list[str]:
     return list(_table(state, run).envelope_ids)
 
 
+def _sent_times(state: Any, run: CampaignRun) -> dict[str, Any]:
+    """Envelope id -> the bulk send's ``sent_at`` for its row (result table, or a stopped try's checkpoint).
+
+    The first row of an id wins, as it does for the ids read.
+    """
+    if run.stopped:
+        times: dict[str, Any] = {}
+        for entry in _checkpoint(state, run):
+            if entry[1] == "sent" and entry[2]:
+                times.setdefault(entry[2], entry[5])
+        return times
+    return dict(getattr(_table(state, run), "sent_at", {}))
+
+
+def turnaround_of(envelopes: list[Any], sent_at: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """A campaign's funnel, signed share and time to sign, from the one definition in ``turnaround``.
+
+    Each envelope's send time is its row's ``sent_at`` (source ``campaign``); one that is not a time, or
+    is later than ``now``, is not believed and the envelope is counted in ``sent_times.unknown``.
+
+    :param envelopes: The campaign's envelopes as ``get-many`` read them.
+    :param sent_at: Envelope id -> its row's ``sent_at``.
+    :param now: The time everything is judged at.
+    """
+    pairs = [(e, turnaround.sent(campaign=sent_at.get(e.id), now=now)) for e in envelopes]
+    known = [s.at for _, s in pairs if s is not None]
+    signatures = [(s, turnaround.last_signature(e)) for e, s in pairs]
+    oldest = (now - min(known)).total_seconds() if known else None
+    stages = turnaround.funnel(envelopes, now)
+    reached = stages["sent"]
+    return {
+        "funnel": {
+            "stages": stages,
+            "shares": {k: round(v / reached, 4) if reached else None for k, v in stages.items()},
+        },
+        "share": {
+            "table": turnaround.signed_share(signatures, now, turnaround.SHARE_HOURS),
+            "points": turnaround.signed_share(signatures, now, turnaround.share_hours(oldest)),
+        },
+        "time_to_sign": turnaround.summarize(pairs).to_dict(),
+        "sent_times": {"source": "campaign", "known": len(known), "unknown": len(pairs) - len(known)},
+        "judged_at": turnaround.iso(now),
+    }
+
+
 def _checkpoint(state: Any, run: CampaignRun) -> list[Any]:
     """The rows of a stopped try's checkpoint (cached like a result table)."""
     from airflow_provider_docsign.bulk.state import CheckpointError, parse_checkpoint
@@ -123,7 +169,11 @@ def _table(state: Any, run: CampaignRun) -> Table:
 
 
 def _service_state(
-    state: Any, conn_id: str, run: CampaignRun, hook_of: Callable[[str], Any]
+    state: Any,
+    conn_id: str,
+    run: CampaignRun,
+    hook_of: Callable[[str], Any],
+    now: datetime | None = None,
 ) -> dict[str, Any]:
     key = (conn_id, run.result.get("campaign_id"), run.finished)
 
@@ -135,9 +185,11 @@ def _service_state(
             envelopes = hook.get_envelopes(ids)
         finally:
             hook.close()
-        counts = reader.campaign_state(envelopes, datetime.now(timezone.utc))
+        judged = now or datetime.now(timezone.utc)
+        counts = reader.campaign_state(envelopes, judged)
         counts["not_found"] = len(ids) - len(envelopes)
         return {
+            **turnaround_of(envelopes, _sent_times(state, run), judged),
             "counts": counts,
             "requests": math.ceil(len(ids) / 20),
             "envelopes": len(ids),
@@ -191,19 +243,27 @@ def campaign_summaries(
 
 
 def campaign_page(
-    state: Any, conn_id: str, run: CampaignRun, base: str, hook_of: Callable[[str], Any]
+    state: Any,
+    conn_id: str,
+    run: CampaignRun,
+    base: str,
+    hook_of: Callable[[str], Any],
+    now: datetime | None = None,
 ) -> dict[str, Any]:
     """One campaign: its counts, the service's state of its envelopes (``ceil(sent / 20)`` requests).
+
+    Its funnel, signed share and time to sign come from the same read (:func:`turnaround_of`).
 
     :param state: The app state.
     :param conn_id: The connection.
     :param run: The campaign's bulk-send run.
     :param base: The Airflow UI's base path.
     :param hook_of: Makes a hook for a connection id.
+    :param now: The time the numbers are judged at (default: now; a test's clock).
     """
     data = run_dict(run, base)
     data["connection"] = conn_id
-    data["service"] = _service_state(state, conn_id, run, hook_of)
+    data["service"] = _service_state(state, conn_id, run, hook_of, now)
     return data
 
 
