@@ -11,8 +11,11 @@ What this DAG shows:
   day's partition; the task emits an asset event for the export directory.
 * ``metrics`` reads every ``envelopes`` partition written so far with the standard library (JSON Lines
   is one ``json.loads`` per line; no query engine is needed for a few thousand rows), keeps the latest
-  row of each envelope, and computes per template the median and 90th percentile of the hours from
-  sending to completion, and the number of *stalled* envelopes: still PENDING, created more than
+  row of each envelope, and computes per template the median and 90th percentile of the time to sign
+  (the ``seconds_to_sign`` column: from sending to the last signature) with the provider's one
+  definition of a percentile (nearest-rank, ``airflow_provider_docsign.service.turnaround.percentile``,
+  SQL's ``percentile_disc``), so the report, the Contracts page and a warehouse query give the same
+  numbers, and the number of *stalled* envelopes: still PENDING, created more than
   ``stalled_hours`` before the end of the interval (the provider's definition,
   ``airflow_provider_docsign.service.stalled``, shared with the Contracts page). It writes
   ``time_to_sign.json`` and a bar chart ``time_to_sign.png`` (matplotlib, the ``metrics`` extra) to
@@ -69,12 +72,12 @@ with DAG(
     ) -> dict[str, Any]:
         """Time-to-sign per template (median, p90) and stalled envelopes, as JSON and a PNG chart."""
         import json
-        import statistics
         from pathlib import Path
         from types import SimpleNamespace
 
         from airflow_provider_docsign.export.rows import parse_ts, partition_date
         from airflow_provider_docsign.service.stalled import stalled as is_stalled
+        from airflow_provider_docsign.service.turnaround import percentile
 
         assert params is not None
         root = Path(EXPORT_DIR)
@@ -90,24 +93,23 @@ with DAG(
                     seen = latest.get(row["envelope_id"])
                     if seen is None or (row["updated_at"] or "") >= (seen["updated_at"] or ""):
                         latest[row["envelope_id"]] = row
-        hours: dict[str, list[float]] = {}
+        seconds: dict[str, list[float]] = {}
         for row in latest.values():
-            value = row["hours_sent_to_completed"]
-            if row["status"] == "COMPLETED" and value is not None:
-                hours.setdefault(f"template {row['template_id'] or 'none'}", []).append(float(value))
-        per_template = {
-            name: {
+            value = row.get("seconds_to_sign")  # null unless COMPLETED with a known send time
+            if value is not None:
+                seconds.setdefault(f"template {row['template_id'] or 'none'}", []).append(float(value))
+        per_template = {}
+        for name, values in sorted(seconds.items()):
+            median, p90 = percentile(values, 0.5), percentile(values, 0.9)
+            assert median is not None  # values is never empty here
+            assert p90 is not None
+            per_template[name] = {
                 "envelopes": len(values),
-                "median_hours": round(statistics.median(values), 4),
-                "p90_hours": round(
-                    statistics.quantiles(values, n=10, method="inclusive")[8]
-                    if len(values) > 1
-                    else values[0],
-                    4,
-                ),
+                "median_seconds": median,
+                "p90_seconds": p90,
+                "median_hours": round(median / 3600, 4),
+                "p90_hours": round(p90 / 3600, 4),
             }
-            for name, values in sorted(hours.items())
-        }
         # The provider's one definition of "stalled" (the Contracts page and the escalation example use
         # it too): PENDING for longer than the threshold, or with an expired signing link. The export's
         # envelope rows carry no link expiry, so here it is the age alone.
@@ -140,7 +142,7 @@ with DAG(
         ax.bar([x - 0.2 for x in xs], [per_template[n]["median_hours"] for n in names], 0.4, label="median")
         ax.bar([x + 0.2 for x in xs], [per_template[n]["p90_hours"] for n in names], 0.4, label="p90")
         ax.set_xticks(list(xs), [f"{n}\n({per_template[n]['envelopes']} signed)" for n in names])
-        ax.set_ylabel("hours from sent to completed")
+        ax.set_ylabel("hours from sent to the last signature")
         ax.set_title(f"Time to sign per template, {report['date']} ({stalled} stalled)")
         ax.legend()
         fig.tight_layout()
