@@ -210,6 +210,8 @@ def format_ts(value: datetime | None) -> str | None:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+#: A time the service returned; ``None`` for one missing or not a time (a null, never a failed export).
+_ts = parse_timestamp
 
 
 def partition_date(start: datetime) -> str:
@@ -248,14 +250,14 @@ class Window:
     def contains(self, summary: EnvelopeSummary) -> bool:
         """Whether the envelope was created, updated or completed in ``[start, end)``."""
         for value in (summary.created_at, summary.updated_at, summary.completed_at):
-            at = parse_ts(value)
+            at = _ts(value)
             if at is not None and self.start <= at < self.end:
                 return True
         return False
 
     def past_floor(self, summary: EnvelopeSummary) -> bool:
         """Whether the envelope (and, in createdAt-descending order, every later one) is too old."""
-        created = parse_ts(summary.created_at)
+        created = _ts(summary.created_at)
         return created is not None and created < self.floor
 
 
@@ -269,7 +271,7 @@ def select(summaries: Iterable[EnvelopeSummary], window: Window) -> Iterator[tup
         if window.past_floor(summary):
             return
         if window.contains(summary):
-            yield (format_ts(parse_ts(summary.created_at)) or "", summary.id)
+            yield (format_ts(_ts(summary.created_at)) or "", summary.id)
 
 
 def sent_time(audit_entries: Iterable[Mapping[str, Any]]) -> datetime | None:
@@ -334,10 +336,6 @@ def _rejection_reason(envelope: Envelope) -> str | None:
         if rec.signing_status == "REJECTED" and rec.rejection_reason:
             return rec.rejection_reason
     return None
-
-
-#: A time the service returned; ``None`` for one missing or not a time (a row, never a failure).
-_ts = parse_timestamp
 
 
 def envelope_row(

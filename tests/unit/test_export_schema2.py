@@ -205,3 +205,18 @@ def test_clock_skew_and_garbage_give_nulls_or_zero_never_a_failed_row() -> None:
     assert [r["signed_at"] for r in rows["recipients"]] == [_iso(SENT - timedelta(hours=2)), None]
     assert [r["expires_at"] for r in rows["recipients"]] == [None, None]
     assert [r["funnel_stage"] for r in rows["recipients"]] == ["signed", "signed"]
+
+
+def test_a_listed_time_that_is_no_time_neither_selects_nor_stops_the_listing() -> None:
+    from airflow_provider_docsign.export.rows import Window, select
+    from airflow_provider_docsign.service.models import EnvelopeSummary
+
+    window = Window(SENT - timedelta(hours=9), END, timedelta(days=1))
+    listing = [
+        EnvelopeSummary.from_json({"id": "envelope_a", "status": "PENDING", "createdAt": "garbage"}),
+        EnvelopeSummary.from_json(
+            {"id": "envelope_b", "status": "PENDING", "createdAt": "nope", "updatedAt": _iso(SENT)}
+        ),
+        EnvelopeSummary.from_json({"id": "envelope_c", "status": "PENDING", "createdAt": _iso(SENT)}),
+    ]
+    assert list(select(listing, window)) == [("", "envelope_b"), (_iso(SENT), "envelope_c")]
