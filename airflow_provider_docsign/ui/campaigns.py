@@ -117,7 +117,9 @@ def turnaround_of(envelopes: list[Any], sent_at: dict[str, Any], now: datetime) 
     pairs = [(e, turnaround.sent(campaign=sent_at.get(e.id), now=now)) for e in envelopes]
     known = [s.at for _, s in pairs if s is not None]
     signatures = [(s, turnaround.last_signature(e)) for e, s in pairs]
-    oldest = (now - min(known)).total_seconds() if known else None
+    # The chart spans hours since sending up to the median send's age, so each point counts at least
+    # half the campaign (a point past it would judge the few oldest sends alone).
+    span = turnaround.percentile([(now - at).total_seconds() for at in known], 0.5)
     stages = turnaround.funnel(envelopes, now)
     reached = stages["sent"]
     return {
@@ -127,7 +129,7 @@ def turnaround_of(envelopes: list[Any], sent_at: dict[str, Any], now: datetime) 
         },
         "share": {
             "table": turnaround.signed_share(signatures, now, turnaround.SHARE_HOURS),
-            "points": turnaround.signed_share(signatures, now, turnaround.share_hours(oldest)),
+            "points": turnaround.signed_share(signatures, now, turnaround.share_hours(span)),
         },
         "time_to_sign": turnaround.summarize(pairs).to_dict(),
         "sent_times": {"source": "campaign", "known": len(known), "unknown": len(pairs) - len(known)},

@@ -196,6 +196,54 @@
     } catch (e) { showError("Could not read the campaigns: " + e.message); }
   }
 
+  // A duration in seconds as people read it: minutes, hours, or days.
+  function duration(seconds) {
+    if (typeof seconds !== "number" || !isFinite(seconds)) return "none";
+    if (seconds < 3600) return (seconds / 60).toFixed(0) + " min";
+    if (seconds < 48 * 3600) return (seconds / 3600).toFixed(1) + " h";
+    return (seconds / 86400).toFixed(1) + " d";
+  }
+  function percent(share) { return typeof share === "number" && isFinite(share) ? (100 * share).toFixed(1) + " %" : "none"; }
+
+  // The campaign's funnel, signed share (chart and the same numbers as a table) and time to sign.
+  function renderTurnaround(svc) {
+    const box = $("campaign-turnaround");
+    box.hidden = !(svc && svc.funnel && svc.share && svc.time_to_sign);
+    if (box.hidden) return;
+    const t = svc.time_to_sign, known = svc.sent_times || {};
+    $("campaign-ttl").textContent = "Time to sign over " + t.count + " completed envelopes: median " + duration(t.median_seconds) +
+      ", 90th percentile " + duration(t.p90_seconds) + ".";
+    const funnel = $("campaign-funnel").querySelector("tbody");
+    funnel.replaceChildren();
+    Object.entries(svc.funnel.stages).forEach(([stage, n]) => {
+      const tr = document.createElement("tr");
+      tr.dataset.stage = stage;
+      [stage, n, percent(svc.funnel.shares[stage])].forEach((v) => cell(tr, v));
+      funnel.appendChild(tr);
+    });
+    const table = $("campaign-share").querySelector("tbody");
+    table.replaceChildren();
+    for (const p of svc.share.table) {
+      const tr = document.createElement("tr");
+      tr.dataset.hours = String(p.hours);
+      [p.hours, p.eligible, p.signed, percent(p.share)].forEach((v) => cell(tr, v));
+      table.appendChild(tr);
+    }
+    const points = svc.share.points;
+    const chart = $("campaign-share-chart");
+    if (window.DocsignCharts) {
+      window.DocsignCharts.line(chart, {
+        xs: points.map((p) => p.hours), ys: points.map((p) => p.share),
+        title: "Signed share by hours since sending", xLabel: "hours since sending", yLabel: "signed share",
+      });
+    } else {
+      chart.textContent = "The chart could not be drawn; the table beside it holds its numbers.";
+    }
+    $("campaign-turnaround-note").textContent = "Send times from the campaign's result table (" + (known.known || 0) + " envelopes)" +
+      (known.unknown ? "; " + known.unknown + " without a believable send time are left out of the share and the time to sign" : "") +
+      ". Judged at " + when(svc.judged_at) + " UTC.";
+  }
+
   async function loadCampaign() {
     const mine = ++latest;
     try {
@@ -209,6 +257,7 @@
       $("campaign-summary").textContent = (data.stopped ? "Stopped before the end: " + data.stopped + " " : "") + (
         data.rows + " rows: " + (n.sent || 0) + " sent, " + (n.invalid || 0) + " invalid, " + (n.failed || 0) + " failed. Service: " +
         s.completed + " completed, " + s.pending + " pending, " + s.rejected + " rejected, " + s.expired_link + " with an expired link.");
+      renderTurnaround(data.service);
       const body = $("campaign-rows").querySelector("tbody");
       body.replaceChildren();
       for (const r of data.problems.items) {
@@ -227,6 +276,7 @@
       $("campaign-title").textContent = "Campaign " + state.campaign;
       $("campaign-summary").textContent = "";
       $("campaign-note").textContent = "Not read: " + e.message;
+      $("campaign-turnaround").hidden = true;
       $("campaign-rows").querySelector("tbody").replaceChildren();
       $("page").textContent = "";
       showError("Could not read the campaign: " + e.message);
