@@ -127,7 +127,66 @@
     folder.replaceChildren();
     [["", "all"], ["root", "(root)"], ...data.folders.map((f) => [f.id, f.name])].forEach(([v, t]) => { const o = el("option", t); o.value = v; folder.appendChild(o); });
     folder.value = folderChosen;
+    const template = $("template");
+    const templateChosen = template.value;
+    template.replaceChildren();
+    [["", "all"], ["none", "(no template)"], ...(data.templates || []).map((t) => [String(t), "template " + t])].forEach(([v, t]) => { const o = el("option", t); o.value = v; template.appendChild(o); });
+    template.value = templateChosen;
     if (!$("stalled-days").value) $("stalled-days").value = data.stalled_days;
+    renderSummary(data);
+  }
+
+  // The numbers above the table, over the rows the filters keep: each one text with a plain label, the
+  // raw value in data-value (what the server said), the distribution as a chart and as a table.
+  // Durations are written by duration() (below, shared with the campaign view).
+  function renderSummary(data) {
+    const s = data.summary;
+    if (!s || !$("summary")) return;
+    const numbers = $("summary-numbers");
+    numbers.replaceChildren();
+    function add(key, label, value, text) {
+      const item = el("div", null, "number");
+      item.dataset.key = key;
+      const dd = el("dd", text === undefined ? value : text);
+      dd.dataset.value = value === null ? "" : String(value);
+      item.append(el("dt", label), dd);
+      numbers.appendChild(item);
+    }
+    const t = s.time_to_sign;
+    add("shown", "Envelopes shown", s.shown);
+    Object.entries(s.counts).forEach(([status, n]) => add("status-" + status, status.charAt(0) + status.slice(1).toLowerCase(), n));
+    add("stalled", "Stalled", s.stalled);
+    add("median", "Median time to sign", t.median_seconds, duration(t.median_seconds));
+    add("p90", "90% signed within", t.p90_seconds, duration(t.p90_seconds));
+    add("timed", "Completed with a known send time", t.count);
+    add("without_sent", "Sent, send time unknown", s.without_sent);
+    const filters = [
+      $("status").value && "status " + $("status").value,
+      $("stalled").checked && "stalled only",
+      $("folder").value && "folder " + $("folder").selectedOptions[0].textContent,
+      $("template").value && $("template").selectedOptions[0].textContent,
+    ].filter(Boolean);
+    $("summary-scope").textContent = "Of the " + s.shown + " envelopes shown" + (filters.length ? " (" + filters.join(", ") + ")" : "") +
+      ": time to sign runs from sending to the last signature, completed envelopes only.";
+    const body = $("tts-table").querySelector("tbody");
+    body.replaceChildren();
+    for (const b of s.histogram) {
+      const tr = document.createElement("tr");
+      tr.dataset.label = b.label;
+      cell(tr, b.label);
+      cell(tr, b.count);
+      body.appendChild(tr);
+    }
+    if (window.DocsignCharts) {
+      window.DocsignCharts.bars($("tts-chart"), {
+        labels: s.histogram.map((b) => b.label), values: s.histogram.map((b) => b.count),
+        title: "Time to sign (" + t.count + " envelopes)", yLabel: "envelopes",
+      });
+    }
+    const notes = [];
+    if (t.completed_without_sent) notes.push(t.completed_without_sent + " completed envelopes have no known send time (sent by a person, or their campaign's result table is not readable here) and are not timed.");
+    if ((s.unread_campaigns || []).length) notes.push("Send times not read for campaign(s) " + s.unread_campaigns.join(", ") + ".");
+    $("summary-note").textContent = notes.join(" ");
   }
 
   // Only the answer to the latest request is shown: an earlier one (another connection, other
@@ -140,7 +199,7 @@
       const sort = $("sort").value;
       const data = await get("contracts", {
         conn_id: state.conn, status: $("status").value, stalled: $("stalled").checked ? "true" : "",
-        folder_id: $("folder").value, stalled_days: $("stalled-days").value, sort: sort,
+        folder_id: $("folder").value, template_id: $("template").value, stalled_days: $("stalled-days").value, sort: sort,
       });
       if (mine === latest) { renderContracts(data); $("contracts").dataset.sort = sort; }
     } catch (e) { if (mine === latest) showError("Could not read the contracts: " + e.message); }
@@ -300,7 +359,7 @@
       state.conn = data.connections[0];
       $("stalled-days").value = data.stalled_days;
       select.addEventListener("change", () => { state.conn = select.value; selectTab($("tab-contracts").getAttribute("aria-selected") === "true" ? "contracts" : "campaigns"); });
-      ["status", "stalled", "folder", "sort", "stalled-days"].forEach((id) => $(id).addEventListener("change", loadContracts));
+      ["status", "stalled", "folder", "template", "sort", "stalled-days"].forEach((id) => $(id).addEventListener("change", loadContracts));
       $("filters").addEventListener("submit", (e) => { e.preventDefault(); loadContracts(); });
       $("tab-contracts").addEventListener("click", () => selectTab("contracts"));
       $("tab-campaigns").addEventListener("click", () => selectTab("campaigns"));
