@@ -11,7 +11,8 @@ data error. A try that stopped before the end writes no result table: it is list
 pushed (``STOPPED_XCOM_KEY``), marked stopped with its reason, and read from its checkpoint. The list
 spends at most :data:`LIST_REQUESTS` requests and reads at most :data:`LIST_TABLES` campaigns' files
 per refresh (newest first); the others load when opened. A campaign is listed only under its own
-connection.
+connection. Its funnel, signed share and time to sign (:func:`turnaround_of`) come from the same read
+and the rows' ``sent_at``, by the definitions of :mod:`~airflow_provider_docsign.service.turnaround`.
 """
 
 from __future__ import annotations
