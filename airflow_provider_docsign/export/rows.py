@@ -13,7 +13,9 @@ Three tables, one file each per partition, with the columns of :data:`TABLES` (s
 - ``recipients``: one row per recipient of those envelopes;
 - ``field_values``: one row per field of those envelopes.
 
-Rows hold no time of the run itself, and they are written in a fixed order (envelopes by
+The time-to-sign and funnel columns (schema 2) come from :mod:`..service.turnaround`, the definition the
+UI and the metrics share. Rows hold no time of the run itself (a recipient's ``expired`` stage is judged
+at the interval's end), and they are written in a fixed order (envelopes by
 ``created_at`` then id; recipients and fields by envelope, then id), so exporting the same data twice
 gives byte-identical files.
 """
