@@ -84,6 +84,7 @@ help:
 	@echo "make bench-bulk     bulk sending at the real rate limit: 10,000 + 2,000 rows and the mapped"
 	@echo "                    DAG as baseline (35-45 minutes; make bench runs a small version)"
 	@echo "make docs           build the guides under docs/ into site/ (MkDocs, strict: a warning fails)"
+	@echo "make vendor-charts  re-fetch the pinned chart library (uPlot) from npm, checked against its hashes"
 	@echo "make clean          remove .demo/, dist/, site/ and the tools' caches (not the venvs)"
 
 install: $(VENV)/.installed
