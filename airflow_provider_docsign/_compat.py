@@ -97,6 +97,7 @@ __all__ = [
     "conf",
     "get_connection",
     "mask_secret",
+    "ready_stats",
 ]
 
 
@@ -183,3 +184,46 @@ async def amask_secret(secret: str) -> None:
         await _amask_secret(secret)
         return
     mask_secret(secret)
+
+
+def ready_stats() -> Any:
+    """Airflow's ``Stats`` (imported on first use), set up from ``[metrics]`` if Airflow has not done it.
+
+    Airflow 2.11: ``airflow.stats.Stats``, which reads ``[metrics]`` on first use in any process. Airflow 3:
+    the Task SDK's ``airflow.sdk.observability.stats.Stats`` (3.3 warns on ``airflow.stats``), which is set
+    up only by the task runner (a worker's task process). In a process Airflow starts otherwise
+    (``dag.test()``, ``airflow dags test``, the triggerer's trigger runner, which sets up the core ``Stats``
+    only) it would stay the no-op logger; there it is set up once from the same ``[metrics]`` options,
+    as the task runner does (``stats_utils.get_stats_factory``).
+    """
+    stats = _STATS.get("stats")
+    if stats is None:
+        stats = _STATS["stats"] = _import_stats()
+    return stats
+
+
+_STATS: dict[str, Any] = {}
+
+
+def _import_stats() -> Any:
+    if not AIRFLOW_V_3_0_PLUS:
+        from airflow.stats import Stats as LegacyStats
+
+        return LegacyStats
+    try:
+        from airflow.sdk.observability.stats import Stats
+    except ImportError:  # Airflow 3.0, 3.1: no Task SDK Stats yet
+        from airflow.stats import Stats as LegacyStats
+
+        return LegacyStats
+    try:
+        from airflow.sdk._shared.observability.metrics import stats as sdk_stats
+        from airflow.sdk.observability.metrics import stats_utils
+    except ImportError:  # pragma: no cover - a later layout: Airflow sets it up itself
+        return Stats
+    if getattr(sdk_stats, "_factory", None) is None:  # nobody set it up: Stats would send nothing
+        sdk_stats.initialize(
+            factory=stats_utils.get_stats_factory(),
+            export_legacy_names=conf.getboolean("metrics", "legacy_names_on", fallback=True),
+        )
+    return Stats

@@ -7,7 +7,8 @@ The one layer that speaks to the service: ``docsign.py`` is the facade, ``_http`
 redaction, ``_endpoints`` one definition per call (where every outgoing payload is checked), one mixin
 per resource; ``tsa.py`` reaches a timestamp authority.
 
-May import: :mod:`..service`, :mod:`..evidence`, ``_compat`` and the shared top-level modules. Never
+May import: :mod:`..service`, :mod:`..evidence`, ``_compat``, ``metrics`` (every request's counters)
+and the shared top-level modules. Never
 the domain packages that use it (archive, bulk, export) or the Airflow face.
 """
 

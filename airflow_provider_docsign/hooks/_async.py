@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_docsign import metrics
 from airflow_provider_docsign.exceptions import DocsignAPIError, DocsignError
 from airflow_provider_docsign.hooks import _endpoints as ep
 from airflow_provider_docsign.hooks._endpoints import Call
@@ -123,11 +124,14 @@ class AsyncMethods:
                 )
             except httpx.HTTPError as exc:
                 reason = "timed out" if isinstance(exc, httpx.TimeoutException) else "the connection failed"
+                metrics.request(self.docsign_conn_id, call.what, None)
                 delay = self._no_answer(call, attempt, waited, reason, exc)
+                metrics.retry(self.docsign_conn_id, call.what, delay)
                 await asyncio.sleep(delay)
                 waited += delay
                 continue
             status = response.status_code
+            metrics.request(self.docsign_conn_id, call.what, status)
             self.last_rate_limit = parse_rate_limit(response.headers) or self.last_rate_limit
             self.last_service_time = parse_http_date(response.headers.get("date")) or self.last_service_time
             content = response.content[:MAX_ERROR_BODY] if status >= 300 else response.content
@@ -143,6 +147,7 @@ class AsyncMethods:
                         path=call.path,
                     ) from None
             delay = self._failed_answer(call, attempt, waited, response, content)
+            metrics.retry(self.docsign_conn_id, call.what, delay)
             await asyncio.sleep(delay)
             waited += delay
 

@@ -36,6 +36,7 @@ __all__ = ["HookCore"]
 class HookCore(Protocol):
     """The part of ``DocsignHook`` that its endpoint mixins use."""
 
+    docsign_conn_id: str
     last_rate_limit: RateLimit | None
     last_service_time: datetime | None
     _async_client: httpx.AsyncClient | None

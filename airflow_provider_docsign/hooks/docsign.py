@@ -56,7 +56,7 @@ import requests
 import urllib3.exceptions
 from requests.adapters import HTTPAdapter
 
-from airflow_provider_docsign import get_provider_info
+from airflow_provider_docsign import get_provider_info, metrics
 from airflow_provider_docsign._compat import (
     BaseHook,
     aget_connection,
@@ -431,7 +431,9 @@ class DocsignHook(
                 kwargs["json"] = call.json
             log.debug("Docsign %s %s (attempt %d)", call.method, call.path, attempt)
             if self.before_request is not None:
+                paced = time.monotonic()
                 self.before_request()
+                metrics.rate_window_wait(self.docsign_conn_id, time.monotonic() - paced, "pacer")
             try:
                 response = self.session.request(call.method, url, **kwargs)
             except requests.exceptions.RequestException as exc:
@@ -439,9 +441,11 @@ class DocsignHook(
                 reason = (
                     "timed out" if isinstance(exc, requests.exceptions.Timeout) else "the connection failed"
                 )
+                metrics.request(self.docsign_conn_id, call.what, None)
                 if call.kind != READ and not sent_nothing:
                     raise self._ambiguous(call, reason, external_id) from None
                 delay = self._no_answer(call, attempt, waited, reason, exc)
+                metrics.retry(self.docsign_conn_id, call.what, delay)
                 self._sleep(delay)
                 waited += delay
                 continue
@@ -449,6 +453,7 @@ class DocsignHook(
                 if closer is not None:
                     closer()
             status = response.status_code
+            metrics.request(self.docsign_conn_id, call.what, status)
             rate_limit = parse_rate_limit(response.headers)
             self.last_rate_limit = rate_limit or self.last_rate_limit
             self.last_service_time = parse_http_date(response.headers.get("date")) or self.last_service_time
@@ -474,6 +479,7 @@ class DocsignHook(
             raw = raw[:MAX_ERROR_BODY]
             log_response_body(call.method, call.path, status, raw, self._redact)
             delay = self._failed_answer(call, attempt, waited, response, raw, external_id)
+            metrics.retry(self.docsign_conn_id, call.what, delay)
             self._sleep(delay)
             waited += delay
 

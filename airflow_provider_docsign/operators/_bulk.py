@@ -1,13 +1,11 @@
 """The bulk operator's engine: a bounded pool of requests through one hook, one pacer, one checkpoint.
 
-No Airflow here (the operator passes in the hook, the logger and the checkpoint), so the engine runs
-the same under a test and under a task. One dispatcher (the calling thread) owns every row's state and
-the checkpoint; ``max_in_flight`` worker threads only call the hook and return what happened.
-
-Every row is leased before its request goes out: the dispatcher marks a batch of rows ``in_flight`` and
-writes the checkpoint, then hands them to the pool. A row whose create may have reached the service
-but whose answer was lost is looked up by ``externalId`` once the service has surely finished with it
-(the connection's read timeout later), never sent again blindly.
+No Airflow here (the operator passes in the hook, the logger and the checkpoint): the engine runs the same
+under a test and a task. One dispatcher (the calling thread) owns every row's state and the checkpoint;
+``max_in_flight`` worker threads only call the hook. Every row is leased before its request goes out (the
+dispatcher marks a batch ``in_flight`` and writes the checkpoint, then hands it to the pool). A row whose
+create may have reached the service but whose answer was lost is looked up by ``externalId`` once the
+service has surely finished with it (the read timeout later), never sent again blindly.
 """
 
 from __future__ import annotations
@@ -22,6 +20,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_provider_docsign import metrics
 from airflow_provider_docsign.bulk.confine import open_under_root
 from airflow_provider_docsign.bulk.plan import CampaignPlan, classify_error
 from airflow_provider_docsign.bulk.state import (
@@ -417,6 +416,7 @@ class CampaignRunner:
                 elif self.plan.distribute:
                     self._ready.append((outcome.index, FINISH))
                 return None
+            metrics.campaign_row(self.hook.docsign_conn_id, self.plan.campaign_id, outcome.action, row.state)
             if row.state == SENT:
                 row.sent_at = outcome.sent_at
                 self.finished += 1
@@ -470,6 +470,7 @@ class CampaignRunner:
 
     def _failed(self) -> BulkStopped | None:
         self.failures += 1
+        metrics.campaign_rows("failed", self.hook.docsign_conn_id, self.plan.campaign_id)
         if self.failures > self.max_failures:
             return BulkStopped(
                 f"{self.failures} rows failed in this try, more than max_failures={self.max_failures}; "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_docsign import metrics
 from airflow_provider_docsign._compat import Asset, conf
 from airflow_provider_docsign.archive.store import is_local
 from airflow_provider_docsign.bulk.lease import BEAT_SECONDS, CampaignLease, LeaseRefusedError
@@ -341,7 +342,11 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
         except DocsignAuthError as err:  # a refused key: no retry can help
             raise fail_now(err) from err
         templates = read_templates(self.hook, plan, rows, state)
-        validate_rows(self.log, self.max_invalid, plan, read, keys, state, templates)
+        try:
+            validate_rows(self.log, self.max_invalid, plan, read, keys, state, templates)
+        finally:  # found invalid by this try's validation (a later try finds them again)
+            invalid = state.counts().get("invalid", 0)
+            metrics.campaign_rows("invalid", self.docsign_conn_id, plan.campaign_id, invalid)
         max_failures = self.max_failures if self.max_failures is not None else default_max_failures(len(rows))
         runner = CampaignRunner(
             hook=self.hook,
@@ -368,7 +373,10 @@ class DocsignBulkSendOperator(DocsignBaseOperator):
             uri_of(output),
         )
         try:
-            runner.run()
+            try:
+                runner.run()
+            finally:  # the try's end: where every row stands
+                metrics.campaign_totals(self.docsign_conn_id, plan.campaign_id, state.counts())
         except BulkStopped as err:
             self.log.error("%s", self._summary(plan, state, runner, pacer, None))
             # No result table is written for a stopped try (the table means "finished"), but the

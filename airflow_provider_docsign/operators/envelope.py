@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_docsign import metrics
 from airflow_provider_docsign._compat import AirflowFailException, mask_secret
 from airflow_provider_docsign._text import printable
 from airflow_provider_docsign.exceptions import (
@@ -237,6 +238,8 @@ class DocsignCreateEnvelopeOperator(DocsignBaseOperator):
                     **(self.payload_extra or {}),
                 )
                 self.log.info("Created envelope %s", envelope_id)
+                if str(self.envelope_type).upper() != "TEMPLATE":
+                    metrics.envelopes("created", self.docsign_conn_id)
                 return envelope_id, False
             except PERMANENT_ERRORS as err:
                 raise fail_now(err) from err
@@ -351,8 +354,10 @@ class DocsignDistributeEnvelopeOperator(DocsignBaseOperator):
             if again.status != EnvelopeStatus.PENDING:
                 raise
             self.log.warning("The distribute's answer was lost, but envelope %s is PENDING", envelope_id)
+            metrics.envelopes("sent", self.docsign_conn_id)
             return self._result(again, None)
         self.log.info("Distributed envelope %s", envelope_id)
+        metrics.envelopes("sent", self.docsign_conn_id)
         return self._result(envelope, response)
 
     def _check_ready(self, envelope: Envelope) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_docsign import metrics
 from airflow_provider_docsign._compat import AirflowFailException
 from airflow_provider_docsign.exceptions import (
     DocsignAmbiguousWriteError,
@@ -222,6 +223,9 @@ class DocsignCreateEnvelopeFromTemplateOperator(DocsignBaseOperator):
                     expiration_period=self.expiration_period,
                     reminders=self.reminders,
                 )
+                metrics.envelopes("created", self.docsign_conn_id)
+                if self.distribute:
+                    metrics.envelopes("sent", self.docsign_conn_id)
                 return result.envelope_id, False
             except PERMANENT_ERRORS as err:
                 raise fail_now(err) from err
@@ -255,6 +259,7 @@ class DocsignCreateEnvelopeFromTemplateOperator(DocsignBaseOperator):
         if self.distribute and envelope.status == EnvelopeStatus.DRAFT:
             self.log.info("Envelope %s was created but not sent; distributing it now", envelope.id)
             self.hook.distribute_envelope(envelope.id)
+            metrics.envelopes("sent", self.docsign_conn_id)
             envelope = self.hook.get_envelope(envelope.id)
         return envelope
 

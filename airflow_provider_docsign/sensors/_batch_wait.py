@@ -27,6 +27,7 @@ from airflow_provider_docsign._compat import (
     AirflowSensorTimeout,
     PokeReturnValue,
 )
+from airflow_provider_docsign.sensors import _outcomes
 from airflow_provider_docsign.sensors._batch import BatchVerdict, Outcome, judge, settle_many
 from airflow_provider_docsign.sensors._campaign import Campaign, OutcomeReport, read_campaign
 from airflow_provider_docsign.sensors._evaluate import (
@@ -161,6 +162,7 @@ class BatchWaitMixin:
     def _finish_batch(self, ids: list[str], settled: Mapping[str, Outcome]) -> dict[str, Any]:
         """Every envelope is settled: write the report, then pass (the XCom) or fail naming the first few."""
         verdict = judge([settled[i] for i in ids], self.target_status, self.max_unsigned)
+        _outcomes.report_batch(self.docsign_conn_id, [o.status for o in verdict.outcomes])
         campaign = self._campaign()
         report = OutcomeReport(campaign.path).write(verdict.outcomes, campaign) if campaign else None
         message = verdict.message(report=report, rows=campaign.row_keys if campaign else None)

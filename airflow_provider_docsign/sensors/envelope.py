@@ -18,6 +18,7 @@ from airflow_provider_docsign._compat import (
     conf,
 )
 from airflow_provider_docsign.exceptions import DocsignRecipientExpiredError
+from airflow_provider_docsign.sensors import _outcomes
 from airflow_provider_docsign.sensors._batch import parse_grace, parse_max_unsigned
 from airflow_provider_docsign.sensors._batch_wait import BatchWaitMixin
 from airflow_provider_docsign.sensors._evaluate import (
@@ -196,6 +197,8 @@ class DocsignEnvelopeSensor(BatchWaitMixin, BaseSensorOperator):
 
     def _apply(self, verdict: Verdict) -> Any:
         """Raise on failure, return the XCom value on success, ``None`` while waiting."""
+        if verdict.done:
+            _outcomes.report(self.hook, self.docsign_conn_id, verdict.states)
         if verdict.outcome == "failure":
             if verdict.expired:
                 raise RecipientExpiredFailure(verdict.message, [dict(e) for e in verdict.expired])

@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from airflow_provider_docsign import metrics
 from airflow_provider_docsign.exceptions import DocsignRateLimitError
 from airflow_provider_docsign.hooks._pacing import Pacer
 from airflow_provider_docsign.sensors._evaluate import classify_error
@@ -276,6 +277,7 @@ class EnvelopePoller:
             if pause > 0:
                 log.info("Docsign poller: pacing for %.1fs to stay under the service's rate limit", pause)
                 self.stats.paused_seconds += pause
+                metrics.rate_window_wait(self._hook.docsign_conn_id, pause, "poller")
                 await asyncio.sleep(pause)
                 if not self._subs:
                     return

@@ -1,0 +1,112 @@
+"""The metrics of a finished single wait: each envelope's outcome once, and its time to sign.
+
+Called by :class:`~.envelope.DocsignEnvelopeSensor` when its verdict is final (a poke that ends the wait,
+or the trigger's event handled on the worker), so an outcome is counted once per envelope and run of the
+task, never per poke. Nothing here runs, and no request is made for it, when Airflow sends no metrics.
+
+The time to sign is ``service/turnaround.py``'s: from the audit log's first ``DOCUMENT_SENT`` to the last
+signature. The audit log is read oldest first and at most :data:`AUDIT_PAGES` pages of it (the sending
+is on the first page of any envelope that has not been sent and recalled over and over); an envelope
+whose sending is not found there gets no time to sign, never a guessed one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_docsign import metrics
+from airflow_provider_docsign.hooks._endpoints import PAGE_SIZE
+from airflow_provider_docsign.service import turnaround
+from airflow_provider_docsign.service.models import EnvelopeStatus
+
+if TYPE_CHECKING:
+    from airflow_provider_docsign.hooks.docsign import DocsignHook
+    from airflow_provider_docsign.sensors._state import EnvelopeState
+
+log = logging.getLogger(__name__)
+
+#: The most audit-log pages read for one envelope's send time.
+AUDIT_PAGES = 2
+#: The most completed envelopes of one wait whose time to sign is read (two requests and more each).
+MAX_TIMED = 20
+
+_OUTCOMES = {
+    EnvelopeStatus.COMPLETED.value: "completed",
+    EnvelopeStatus.REJECTED.value: "rejected",
+    EnvelopeStatus.CANCELLED.value: "cancelled",
+}
+
+
+def report(hook: DocsignHook, conn_id: str, states: Sequence[EnvelopeState]) -> None:
+    """Count each envelope's outcome and send the time to sign of the completed ones (metrics on only).
+
+    :param hook: The sensor's hook (the envelope and its audit log are read with it).
+    :param conn_id: The connection id (a tag).
+    :param states: The final states of the wait's envelopes.
+    """
+    if not metrics.enabled():
+        return
+    completed: list[str] = []
+    for state in states:
+        outcome = _OUTCOMES.get(state.status or "")
+        if outcome is None and state.expired and state.status == EnvelopeStatus.PENDING.value:
+            outcome = "expired"
+        if outcome is None or state.deleted:
+            continue
+        metrics.envelopes(outcome, conn_id)
+        if outcome == "completed":
+            completed.append(state.envelope_id)
+    for envelope_id in completed[:MAX_TIMED]:
+        try:
+            seconds = seconds_to_sign(hook, envelope_id)
+        except Exception as error:  # a metric never fails the wait
+            log.debug("No time to sign for envelope %s: %s", envelope_id, type(error).__name__)
+            continue
+        metrics.time_to_sign(conn_id, seconds, "audit")
+
+
+def seconds_to_sign(hook: DocsignHook, envelope_id: str) -> float | None:
+    """The envelope's time to sign, its send time read from at most :data:`AUDIT_PAGES` audit pages."""
+    envelope = hook.get_envelope(envelope_id)
+    entries = hook.get_audit_log(envelope_id, oldest_first=True)
+    try:
+        sent_at = _first_sent(itertools.islice(entries, AUDIT_PAGES * PAGE_SIZE))
+    finally:
+        close = getattr(entries, "close", None)
+        if close is not None:
+            close()  # no further page is requested
+    sent = turnaround.sent(audit=sent_at, now=datetime.now(timezone.utc))
+    return turnaround.seconds_to_sign(envelope, sent)
+
+
+def _first_sent(entries: Any) -> datetime | None:
+    """The first ``DOCUMENT_SENT``'s time (oldest first: the first one found ends the read)."""
+    for entry in entries:
+        found = turnaround.audit_time([entry], "DOCUMENT_SENT")
+        if found is not None:
+            return found
+    return None
+
+
+def report_batch(conn_id: str, statuses: Sequence[str]) -> None:
+    """Count each envelope's outcome of a settled batch wait (no time to sign: see ``docs/metrics.md``).
+
+    A batch wait keeps each envelope's final status only, not its signatures nor its row's ``sent_at``,
+    so it sends no time to sign rather than a second definition of one.
+
+    :param conn_id: The connection id (a tag).
+    :param statuses: Each envelope's final status (``COMPLETED``, ``REJECTED``, ``EXPIRED``...).
+    """
+    if not metrics.enabled():
+        return
+    counts: dict[str, int] = {}
+    for status in statuses:
+        outcome = _OUTCOMES.get(status) or ("expired" if status == "EXPIRED" else None)
+        if outcome is not None:
+            counts[outcome] = counts.get(outcome, 0) + 1
+    for outcome, count in counts.items():
+        metrics.envelopes(outcome, conn_id, count)
