@@ -208,7 +208,7 @@ def create_app(settings: UiSettings | None = None) -> FastAPI:
         runs, _ = state.campaigns.get(
             frozenset(dags), lambda: lookup.campaigns(dags, state.settings.lookback_days)
         )
-        send_time = SendTimes(state, runs, chosen)  # file reads (cached), never a service request
+        send_time = SendTimes(state, runs, chosen, now)  # file reads (cached), never a service request
         # A user who may read only some DAGs sees only the envelopes linked to them; envelopes no DAG
         # (or only DAGs they may not read) made are for those who may read every DAG.
         every = lookup.every_dag(dags)

@@ -8,13 +8,14 @@ listing never reads an audit log, so ``audit`` is not one of them here):
 - ``task``: the earliest XCom of a distribute task of the envelope (:class:`~.lookup.TaskRef` ``at``).
 
 A campaign's bulk-send task ended after its last row: its time is never a row's send time. An envelope
-whose campaign's table cannot be read (not allowed, gone, not a table) has no send time: it is counted
-as such, never guessed.
+whose campaign's table cannot be read (not allowed, gone, not a table), or says a time later than now,
+has no send time from it: it is counted as such, never guessed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from airflow_provider_docsign.service import turnaround
@@ -33,10 +34,15 @@ class SendTimes:
     :param state: The app state (its ``tables`` cache is the Campaigns tab's).
     :param runs: The campaigns the user may read.
     :param conn_id: The connection shown: only its campaigns count.
+    :param now: The time send times are judged at: one later than that (a file that says tomorrow) is not
+        believed (:func:`~airflow_provider_docsign.service.turnaround.sent`).
     """
 
-    def __init__(self, state: Any, runs: Iterable[CampaignRun], conn_id: str) -> None:
+    def __init__(
+        self, state: Any, runs: Iterable[CampaignRun], conn_id: str, now: datetime | None = None
+    ) -> None:
         self.state = state
+        self.now = now
         self.runs = {_key(r): r for r in runs if campaign_connection(r) == conn_id}
         self.times: dict[tuple[str, str, str, int], dict[str, str]] = {}
         #: The campaigns whose send times could not be read (their envelopes have none).
@@ -75,4 +81,4 @@ class SendTimes:
                 break
         moments = [parse_timestamp(r.at) for r in tasks if r.relation == "sent"]
         known = [m for m in moments if m is not None]
-        return turnaround.sent(campaign=from_campaign, task=min(known) if known else None)
+        return turnaround.sent(campaign=from_campaign, task=min(known) if known else None, now=self.now)

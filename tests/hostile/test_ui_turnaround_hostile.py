@@ -30,7 +30,14 @@ SENT = "2026-11-01T10:00:00.000Z"
 #: Template ids as a careless service or seed could give them: none of them is a template id.
 BAD_TEMPLATES: list[Any] = ["<script>alert(1)</script>", 10**30, -4, 1.5, True, "12abc", {"id": 3}]
 #: A result table's ``sent_at`` that is no time.
-BAD_SENT: list[Any] = ["not a time", 1e20, "9999-12-31T23:59:59-05:00", "2026-11-01T10:00:00Z" * 10, None]
+BAD_SENT: list[Any] = [
+    "not a time",
+    1e20,
+    "9999-12-31T23:59:59-05:00",
+    "2026-11-01T10:00:00Z" * 10,
+    None,
+    "2099-01-01T00:00:00Z",  # sent tomorrow: not believed
+]
 
 
 def _signed(at: str, role: str = "SIGNER") -> dict[str, Any]:
