@@ -20,7 +20,7 @@ from typing import Any
 
 from airflow_provider_docsign.service import turnaround
 from airflow_provider_docsign.service.expiry import parse_timestamp
-from airflow_provider_docsign.ui.campaigns import _checkpoint, _table, campaign_connection
+from airflow_provider_docsign.ui.campaigns import _sent_times, campaign_connection
 from airflow_provider_docsign.ui.lookup import CampaignRun, TaskRef
 
 
@@ -44,23 +44,15 @@ class SendTimes:
         self.state = state
         self.now = now
         self.runs = {_key(r): r for r in runs if campaign_connection(r) == conn_id}
-        self.times: dict[tuple[str, str, str, int], dict[str, str]] = {}
+        self.times: dict[tuple[str, str, str, int], dict[str, Any]] = {}
         #: The campaigns whose send times could not be read (their envelopes have none).
         self.unread: set[str] = set()
 
-    def _campaign_times(self, run: CampaignRun) -> dict[str, str]:
+    def _campaign_times(self, run: CampaignRun) -> dict[str, Any]:
         key = _key(run)
         if key not in self.times:
-            try:
-                if run.stopped:  # no result table: the rows sent so far, from the checkpoint
-                    found = {}
-                    for entry in _checkpoint(self.state, run):
-                        at = parse_timestamp(entry[5]) if entry[1] == "sent" and entry[2] else None
-                        if at is not None:
-                            found[str(entry[2])] = turnaround.iso(at) or ""
-                    self.times[key] = found
-                else:
-                    self.times[key] = dict(_table(self.state, run).sent_at)
+            try:  # the campaign view's own read: its result table, or a stopped try's checkpoint
+                self.times[key] = _sent_times(self.state, run)
             except Exception:  # refused, gone, not a table: no send time, said in the summary
                 self.unread.add(str(run.result.get("campaign_id")))
                 self.times[key] = {}
