@@ -367,3 +367,25 @@ def share_hours(oldest_seconds: float | None, most: int = 48) -> list[float]:
     step = next((s for s in steps if span / s <= most), span / most)
     count = max(1, min(most, math.floor(span / step)))
     return [round(step * (i + 1), 4) for i in range(count)]
+
+
+def chart_hours(sent_times: Iterable[datetime], now: datetime, most: int = 48) -> list[float]:
+    """The points (hours since sending) of a signed-share chart: up to the median send's age.
+
+    Each point then counts at least half the envelopes: a point past the median age would judge the few
+    oldest sends alone, and the curve would jump at its end.
+
+    :param sent_times: The envelopes' send times (those known).
+    :param now: The time the share is judged at.
+    :param most: The most points wanted.
+    """
+    return share_hours(percentile([(now - at).total_seconds() for at in sent_times], 0.5), most)
+
+
+def funnel_shares(stages: Mapping[str, int]) -> dict[str, float | None]:
+    """Each funnel stage's share of ``sent`` (4 decimals), ``None`` for all when nobody was sent to.
+
+    :param stages: :func:`funnel`'s counts.
+    """
+    reached = stages.get("sent", 0)
+    return {k: round(v / reached, 4) if reached else None for k, v in stages.items()}

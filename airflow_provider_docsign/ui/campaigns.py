@@ -91,7 +91,7 @@ def _sent_ids(state: Any, run: CampaignRun) -> list[str]:
     return list(_table(state, run).envelope_ids)
 
 
-def _sent_times(state: Any, run: CampaignRun) -> dict[str, Any]:
+def sent_times(state: Any, run: CampaignRun) -> dict[str, Any]:
     """Envelope id -> the bulk send's ``sent_at`` for its row (result table, or a stopped try's checkpoint).
 
     The first row of an id wins, as it does for the ids read.
@@ -118,19 +118,12 @@ def turnaround_of(envelopes: list[Any], sent_at: dict[str, Any], now: datetime) 
     pairs = [(e, turnaround.sent(campaign=sent_at.get(e.id), now=now)) for e in envelopes]
     known = [s.at for _, s in pairs if s is not None]
     signatures = [(s, turnaround.last_signature(e)) for e, s in pairs]
-    # The chart spans hours since sending up to the median send's age, so each point counts at least
-    # half the campaign (a point past it would judge the few oldest sends alone).
-    span = turnaround.percentile([(now - at).total_seconds() for at in known], 0.5)
     stages = turnaround.funnel(envelopes, now)
-    reached = stages["sent"]
     return {
-        "funnel": {
-            "stages": stages,
-            "shares": {k: round(v / reached, 4) if reached else None for k, v in stages.items()},
-        },
+        "funnel": {"stages": stages, "shares": turnaround.funnel_shares(stages)},
         "share": {
             "table": turnaround.signed_share(signatures, now, turnaround.SHARE_HOURS),
-            "points": turnaround.signed_share(signatures, now, turnaround.share_hours(span)),
+            "points": turnaround.signed_share(signatures, now, turnaround.chart_hours(known, now)),
         },
         "time_to_sign": turnaround.summarize(pairs).to_dict(),
         "sent_times": {"source": "campaign", "known": len(known), "unknown": len(pairs) - len(known)},
@@ -192,7 +185,7 @@ def _service_state(
         counts = reader.campaign_state(envelopes, judged)
         counts["not_found"] = len(ids) - len(envelopes)
         return {
-            **turnaround_of(envelopes, _sent_times(state, run), judged),
+            **turnaround_of(envelopes, sent_times(state, run), judged),
             "counts": counts,
             "requests": math.ceil(len(ids) / 20),
             "envelopes": len(ids),

@@ -20,7 +20,7 @@ from typing import Any
 
 from airflow_provider_docsign.service import turnaround
 from airflow_provider_docsign.service.expiry import parse_timestamp
-from airflow_provider_docsign.ui.campaigns import _sent_times, campaign_connection
+from airflow_provider_docsign.ui.campaigns import campaign_connection, sent_times
 from airflow_provider_docsign.ui.lookup import CampaignRun, TaskRef
 
 
@@ -52,7 +52,7 @@ class SendTimes:
         key = _key(run)
         if key not in self.times:
             try:  # the campaign view's own read: its result table, or a stopped try's checkpoint
-                self.times[key] = _sent_times(self.state, run)
+                self.times[key] = sent_times(self.state, run)
             except Exception:  # refused, gone, not a table: no send time, said in the summary
                 self.unread.add(str(run.result.get("campaign_id")))
                 self.times[key] = {}

@@ -262,3 +262,26 @@ def test_share_hours_spreads_at_most_the_points_asked_up_to_the_oldest_send() ->
         assert 1 <= len(points) <= 48
         assert points == sorted(points)
         assert points[-1] <= span / 3600 + 1e-3
+
+
+def test_chart_hours_end_at_the_median_send_age_so_each_point_counts_half_the_campaign() -> None:
+    now = SENT + timedelta(hours=100)
+    # Ages 100 h, 10 h and 2 h: the median age is 10 h; the 100 h send alone is not charted past it.
+    sent = [SENT, now - timedelta(hours=10), now - timedelta(hours=2)]
+    points = turnaround.chart_hours(sent, now)
+    assert points[-1] == 10.0
+    share = turnaround.signed_share([(s, None) for s in sent], now, points)
+    assert all(p["eligible"] >= 2 for p in share)
+    assert turnaround.chart_hours([], now) == []
+
+
+def test_funnel_shares_are_of_sent_and_none_when_nobody_was_sent_to() -> None:
+    stages = {"sent": 8, "opened": 6, "signed": 4, "rejected": 1, "expired": 2}
+    assert turnaround.funnel_shares(stages) == {
+        "sent": 1.0,
+        "opened": 0.75,
+        "signed": 0.5,
+        "rejected": 0.125,
+        "expired": 0.25,
+    }
+    assert set(turnaround.funnel_shares(dict.fromkeys(turnaround.STAGES, 0)).values()) == {None}
