@@ -175,7 +175,10 @@ def contract_row(
         "sent": sent.to_dict() if sent is not None else None,
         "seconds_to_sign": turnaround.seconds_to_sign(envelope, sent),
         "template_id": template_id(envelope),
-        "completed_at": envelope.completed_at,
+        # The service sets completedAt when an envelope is rejected or cancelled too: only a completed
+        # one shows it as completed; the others' end is ended_at (the column says which).
+        "completed_at": envelope.completed_at if _status(envelope) == "COMPLETED" else None,
+        "ended_at": envelope.completed_at if _status(envelope) in ("REJECTED", "CANCELLED") else None,
         # Only a sent envelope waits for anyone: a draft's or a cancelled one's signers are not "unsigned".
         "unsigned": [
             {"role": r.role, "email": mask_email(r.email)}

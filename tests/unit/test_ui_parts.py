@@ -286,6 +286,26 @@ def test_only_a_sent_envelope_has_unsigned_recipients(status: str) -> None:
     assert row["unsigned"] == []
 
 
+@pytest.mark.parametrize(
+    ("status", "completed", "ended"),
+    [
+        ("COMPLETED", True, False),
+        ("REJECTED", False, True),
+        ("CANCELLED", False, True),
+        ("PENDING", False, False),
+    ],
+)
+def test_only_a_completed_row_says_completed_the_others_say_when_they_ended(
+    status: str, completed: bool, ended: bool
+) -> None:
+    from airflow_provider_docsign.ui.reader import contract_row
+
+    data = envelope(status).raw
+    data["completedAt"] = "2026-11-09T12:00:00.000Z"  # the service sets it on a rejection too
+    row = contract_row(EnvelopeSummary.from_json(data), folders={}, web_url="", now=NOW, stalled_days=7)
+    assert (row["completed_at"] is not None, row["ended_at"] is not None) == (completed, ended)
+
+
 class _ReadOnly:
     """A stream with ``read(n)`` only, as an object store's file (fsspec's ``readline`` takes no size)."""
 

@@ -92,7 +92,7 @@
       cell(tr, el("span", r.status, "status status-" + r.status));
       cell(tr, r.age_days === null ? "" : r.age_days.toFixed(1));
       cell(tr, when(r.sent_at));
-      cell(tr, when(r.completed_at));
+      cell(tr, r.completed_at ? when(r.completed_at) : r.ended_at ? String(r.status).toLowerCase() + " " + when(r.ended_at) : "");
       cell(tr, r.unsigned.map((u) => u.role + " " + u.email).join(", "));
       cell(tr, when(r.earliest_expiry));
       cell(tr, r.folder || (r.folder_id ? r.folder_id : "(root)"));
