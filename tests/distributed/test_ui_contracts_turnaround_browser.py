@@ -198,3 +198,47 @@ def test_the_contracts_numbers_render_as_text_and_a_chart_and_follow_the_filters
     page.screenshot(path=str(shot))
     DOCS_IMG.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(shot, DOCS_IMG / shot.name)
+
+
+def _theme(frame: Any) -> tuple[str, str, str]:
+    """The page's theme, its background colour and the chart's bar colour as the page reads them."""
+    found = frame.locator("html").evaluate(
+        "root => [root.dataset.theme || '', getComputedStyle(document.body).backgroundColor,"
+        " getComputedStyle(root).getPropertyValue('--chart-bar').trim()]"
+    )
+    return (str(found[0]), str(found[1]), str(found[2]))
+
+
+def test_the_numbers_follow_airflows_dark_and_light_theme(
+    server: ApiServer, seeded: Turnaround, page: Any
+) -> None:
+    # Airflow's UI follows the system's colour scheme unless the user picked one: dark here.
+    page.emulate_media(color_scheme="dark")
+    page.goto(server.url + "/plugin/docsign-contracts")
+    page.wait_for_function("document.documentElement.classList.contains('dark')")
+    frame = page.frame_locator("iframe[src*='/docsign/ui/contracts']")
+    frame.locator("#conn").select_option(CONN)
+    frame.locator("#count").filter(has_text="60 of 60 envelopes").wait_for()
+    frame.locator("#tts-chart canvas").first.wait_for()
+    theme, background, bar = _theme(frame)
+    assert (theme, background) == ("dark", "rgb(26, 32, 44)")
+    assert bar == "#63b3ed"
+    # Text stays legible: the numbers are light on the dark page, and the chart is drawn.
+    colour = frame.locator("#summary-numbers .number dd").first.evaluate("n => getComputedStyle(n).color")
+    assert colour == "rgb(226, 232, 240)"
+    assert frame.locator("#tts-chart").get_attribute("data-chart-points") == str(
+        len(_api(server)["summary"]["histogram"])
+    )
+    frame.locator("#summary").scroll_into_view_if_needed()
+    shot = ARTIFACTS / "ui-contracts-turnaround-dark.png"
+    page.screenshot(path=str(shot))
+    DOCS_IMG.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(shot, DOCS_IMG / shot.name)
+
+    # The user switches Airflow to light: the page and its chart follow without a reload.
+    page.emulate_media(color_scheme="light")
+    page.wait_for_function("!document.documentElement.classList.contains('dark')")
+    frame.locator("html[data-theme='light']").wait_for(state="attached")
+    theme, background, bar = _theme(frame)
+    assert (theme, background, bar) == ("light", "rgb(255, 255, 255)", "#3182ce")
+    assert frame.locator("#tts-chart canvas").count() >= 1
