@@ -191,10 +191,10 @@ def ready_stats() -> Any:
 
     Airflow 2.11: ``airflow.stats.Stats``, which reads ``[metrics]`` on first use in any process. Airflow 3:
     the Task SDK's ``airflow.sdk.observability.stats.Stats`` (3.3 warns on ``airflow.stats``), which is set
-    up only by the task runner (a worker's task process). In a process Airflow starts otherwise
-    (``dag.test()``, ``airflow dags test``, the triggerer's trigger runner, which sets up the core ``Stats``
-    only) it would stay the no-op logger; there it is set up once from the same ``[metrics]`` options,
-    as the task runner does (``stats_utils.get_stats_factory``).
+    up by the task runner (a worker's task process) and, on 3.3, in the triggerer (the live stack's test
+    counts the triggerer's requests). Where a task runs otherwise (``dag.test()``, ``airflow dags test``,
+    which run deferred triggers in-process too) it would stay the no-op logger; there it is set up once
+    from the same ``[metrics]`` options, as the task runner does (``stats_utils.get_stats_factory``).
     """
     stats = _STATS.get("stats")
     if stats is None:

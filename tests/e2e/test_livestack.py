@@ -63,6 +63,7 @@ from livestack_legacy import (
     dag_processor_logs,
     dags_folder_with_legacy_dag,
 )
+from statsd_helpers import StatsdSink
 
 from airflow_provider_docsign._compat import AIRFLOW_V_3_0_PLUS
 from airflow_provider_docsign.sandbox import SandboxServer
@@ -350,6 +351,29 @@ def _assert_archived(archive_dir: Path, sandbox: SandboxServer, run_id: str) -> 
     return manifest
 
 
+def _assert_metrics(sink: StatsdSink, sandbox: SandboxServer, api_key: str) -> None:
+    """Every request any component made is counted once, the triggerer's polls too; nothing personal.
+
+    The deferred waits' polls run in the separate triggerer process, through the async hook: were its
+    requests not counted there (its metrics not set up, or the async path not sending), the count
+    would fall short of the sandbox's (46 of 58 when the async path's count was removed).
+    """
+    datagrams = sink.datagrams()
+    requests_sent = [d for d in datagrams if d.name == "airflow.docsign.requests"]
+    assert sum(int(d.value) for d in requests_sent) == len(sandbox.requests()), sorted(
+        {d.tags.get("operation", "") for d in requests_sent}
+    )
+    assert {d.tags.get("conn_id") for d in requests_sent} == {"docsign_default"}
+    # Each contract run's wait saw its envelope completed once and timed it from the audit log.
+    timed = [d for d in datagrams if d.name == "airflow.docsign.time_to_sign"]
+    assert [(d.kind, d.tags.get("source")) for d in timed] == [("ms", "audit")] * 2
+    completed = [d for d in datagrams if d.name == "airflow.docsign.envelopes.completed"]
+    assert sum(int(d.value) for d in completed) == 2
+    every = "\n".join(sink.lines())
+    assert api_key not in every
+    assert "@" not in every  # no e-mail: the signers' addresses are all name@domain
+
+
 def test_contract_signing_on_a_live_airflow_stack(
     tmp_path: Path, slow_signing_sandbox: SandboxServer, api_key: str
 ) -> None:
@@ -370,6 +394,14 @@ def test_contract_signing_on_a_live_airflow_stack(
         # 2.x's "all admins": anonymous requests get the Admin role (loopback, throw-away home only).
         (home / "webserver_config.py").write_text('AUTH_ROLE_PUBLIC = "Admin"\n')
 
+    # Airflow's metrics on, with tags, to a real UDP socket: every component sends there.
+    sink = StatsdSink().__enter__()
+    env.update(
+        AIRFLOW__METRICS__STATSD_ON="True",
+        AIRFLOW__METRICS__STATSD_HOST="127.0.0.1",
+        AIRFLOW__METRICS__STATSD_PORT=str(sink.port),
+        AIRFLOW__METRICS__STATSD_DATADOG_ENABLED="True",
+    )
     stack = _Stack(env, logs)
     runs: dict[str, str] = {}
     legacy_runs: list[str] = []
@@ -437,7 +469,9 @@ def test_contract_signing_on_a_live_airflow_stack(
             )
     finally:
         stack.stop()
+        sink.close()
     assert all(proc.returncode is not None for proc in stack.procs.values())
+    _assert_metrics(sink, slow_signing_sandbox, api_key)
 
     # Both waits deferred to the one triggerer process, which found the connection each time.
     job_ids = _triggerer_job_ids(home)
