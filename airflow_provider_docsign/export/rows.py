@@ -391,13 +391,15 @@ def recipient_row(
     *,
     envelope_status: str = "",
     now: datetime | None = None,
+    recipients: Iterable[Recipient] = (),
 ) -> dict[str, Any]:
     """The ``recipients`` row of one recipient (the signing token is never read).
 
     :param envelope_status: The envelope's status (a DRAFT's recipients are not in the funnel).
     :param now: The time link expiry is judged against (the export's interval end), never the clock.
+    :param recipients: The envelope's recipients (one waiting for its turn is not in the funnel).
     """
-    stage = turnaround.recipient_stage(rec, envelope_status, now) if now is not None else None
+    stage = turnaround.recipient_stage(rec, envelope_status, now, recipients) if now is not None else None
     return {
         "schema_version": SCHEMA_VERSION,
         "envelope_id": envelope_id,
@@ -456,7 +458,9 @@ def envelope_rows(
     return {
         "envelopes": [envelope_row(envelope, pii, sent_at, first_opened_at=first_opened_at)],
         "recipients": [
-            recipient_row(envelope.id, r, pii, envelope_status=status, now=moment)
+            recipient_row(
+                envelope.id, r, pii, envelope_status=status, now=moment, recipients=envelope.recipients
+            )
             for r in sorted(envelope.recipients, key=lambda r: r.id)
         ],
         "field_values": [field_row(envelope.id, f, pii) for f in sorted(envelope.fields, key=lambda f: f.id)],

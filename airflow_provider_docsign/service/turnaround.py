@@ -172,15 +172,46 @@ def seconds_to_sign(envelope: Any, sent_at: datetime | Sent | None) -> float | N
     return seconds_between(sent_at, last_signature(envelope))
 
 
-def recipient_stage(recipient: Any, envelope_status: str, now: datetime) -> str | None:
+def waits_for_turn(recipient: Any, recipients: Iterable[Any]) -> bool:
+    """Whether ``recipient`` waits for its turn in a sequential signing order (nothing reached it yet).
+
+    It has not been sent to, opened or signed, and another recipient who has to act comes earlier in
+    the order (a lower ``signingOrder``) and has not signed. The envelope listing carries no signing-order
+    mode, so the recipients' own ``signingOrder`` decides: in a parallel order nobody waits.
+
+    :param recipient: A recipient record.
+    :param recipients: Every recipient of its envelope.
+    """
+    order = getattr(recipient, "signing_order", None)
+    if not isinstance(order, int) or str(getattr(recipient, "read_status", "") or "").upper() == "OPENED":
+        return False
+    if str(getattr(recipient, "send_status", "") or "").upper() != "NOT_SENT":
+        return False
+    return any(
+        _acts(other)
+        and other is not recipient
+        and isinstance(getattr(other, "signing_order", None), int)
+        and other.signing_order < order
+        and str(other.signing_status or "").upper() != "SIGNED"
+        for other in recipients
+    )
+
+
+def recipient_stage(
+    recipient: Any, envelope_status: str, now: datetime, recipients: Iterable[Any] = ()
+) -> str | None:
     """A recipient's furthest funnel stage (:data:`STAGES`), or ``None`` when it is not in the funnel.
 
-    Not in the funnel: CC recipients, and every recipient of a DRAFT (nothing was sent) or one the
-    service has not sent to yet (``sendStatus`` NOT_SENT in a sequential signing order, not opened).
+    Not in the funnel: CC recipients, every recipient of a DRAFT (nothing was sent), and one that waits
+    for its turn in a sequential signing order (:func:`waits_for_turn`, judged against ``recipients``).
+    ``sendStatus`` alone does not decide: the real service marks a recipient SENT only when it e-mailed
+    the link, never with ``distributionMethod`` NONE (the sender hands the links out), so a NOT_SENT
+    recipient of a sent envelope is in the funnel unless an earlier signer holds its turn.
 
     :param recipient: A recipient record (``role``, ``signing_status``, ``read_status``, ...).
     :param envelope_status: The envelope's status.
     :param now: The time link expiry is judged against.
+    :param recipients: Every recipient of the envelope (for the signing order; empty: nobody waits).
     """
     if not _acts(recipient) or str(envelope_status).upper() == "DRAFT":
         return None
@@ -193,7 +224,7 @@ def recipient_stage(recipient: Any, envelope_status: str, now: datetime) -> str 
         return "expired"
     if str(getattr(recipient, "read_status", "") or "").upper() == "OPENED":
         return "opened"
-    if str(getattr(recipient, "send_status", "") or "").upper() == "NOT_SENT":
+    if waits_for_turn(recipient, recipients):
         return None
     return "sent"
 
@@ -221,8 +252,9 @@ def funnel(envelopes: Iterable[Any], now: datetime) -> dict[str, int]:
     counts = dict.fromkeys(STAGES, 0)
     for envelope in envelopes:
         status = _status(envelope)
-        for recipient in getattr(envelope, "recipients", ()) or ():
-            stage = recipient_stage(recipient, status, now)
+        everyone = tuple(getattr(envelope, "recipients", ()) or ())
+        for recipient in everyone:
+            stage = recipient_stage(recipient, status, now, everyone)
             if stage is None:
                 continue
             for reached in _REACHED[stage]:

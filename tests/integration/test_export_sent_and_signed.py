@@ -72,8 +72,21 @@ def _specs() -> list[dict[str, Any]]:
             "status": "PENDING",
             "sentAt": _at(2.0),
             "recipients": [
-                {"email": "e@example.test", "name": "E", "sendStatus": "SENT", "expiresAt": _at(20)},
-                {"email": "f@example.test", "name": "F", "sendStatus": "SENT", "readStatus": "OPENED"},
+                # A sequential order: G waits for E and F, who come first and have not signed.
+                {
+                    "email": "e@example.test",
+                    "name": "E",
+                    "sendStatus": "SENT",
+                    "expiresAt": _at(20),
+                    "signingOrder": 1,
+                },
+                {
+                    "email": "f@example.test",
+                    "name": "F",
+                    "sendStatus": "SENT",
+                    "readStatus": "OPENED",
+                    "signingOrder": 1,
+                },
                 {"email": "g@example.test", "name": "G", "sendStatus": "NOT_SENT", "signingOrder": 2},
             ],
             "audit": [{"type": "DOCUMENT_OPENED", "createdAt": _at(3.0)}],
@@ -191,7 +204,7 @@ def test_the_funnel_stage_is_turnarounds_at_the_interval_end_and_reruns_are_iden
         envelope = hook.get_envelope(row["envelope_id"])
         recipient = next(r for r in envelope.recipients if r.id == row["recipient_id"])
         status = str(getattr(envelope.status, "value", envelope.status))
-        assert row["funnel_stage"] == turnaround.recipient_stage(recipient, status, end)
+        assert row["funnel_stage"] == turnaround.recipient_stage(recipient, status, end, envelope.recipients)
         stages.setdefault(envelope.title or "", []).append(row["funnel_stage"])
     assert stages == {
         "Two signers": ["signed", "signed", None],

@@ -235,3 +235,42 @@ def test_pii_hash_without_a_key_fails_before_anything_is_written(
     assert not (tmp_path / "contracts").exists() or not any(
         p.is_file() for p in (tmp_path / "contracts").rglob("*")
     )
+
+
+def test_turnaround_columns_from_the_real_audit_log_and_the_funnel_without_sent_marks(
+    export_conn: str, made: Made, system_run: Any, system_hook: DocsignHook, tmp_path: Path
+) -> None:
+    """Schema 2 against the real service: the send time is its DOCUMENT_SENT, the time to sign runs to
+    the signer's ``signedAt``, and the funnel holds recipients the service never marked SENT
+    (``distributionMethod`` NONE: nobody is e-mailed, so ``sendStatus`` stays NOT_SENT)."""
+    from airflow_provider_docsign.service import turnaround
+    from airflow_provider_docsign.service.expiry import parse_timestamp
+
+    destination = tmp_path / "contracts"
+    _export(export_conn, made, system_run, destination, read_sent_times=True)
+    date = made.start.strftime("%Y-%m-%d")
+    envelopes = {s: rows[0] for s, rows in _mine(_rows(destination, "envelopes", date), made).items()}
+    for status, row in envelopes.items():
+        log = list(system_hook.get_audit_log(made.ids[status], oldest_first=True))
+        sent = turnaround.audit_time(log, "DOCUMENT_SENT")
+        assert sent is not None, [e.get("type") for e in log]  # the real service writes it at distribute
+        assert (row["sent_source"], row["sent_at"]) == ("audit", turnaround.iso(sent))
+    completed = envelopes["COMPLETED"]
+    envelope = system_hook.get_envelope(made.ids["COMPLETED"])
+    (signer_,) = envelope.recipients
+    signed_at = parse_timestamp(signer_.signed_at)
+    sent_at = turnaround.audit_time(
+        system_hook.get_audit_log(envelope.id, oldest_first=True), "DOCUMENT_SENT"
+    )
+    assert signed_at is not None
+    assert sent_at is not None
+    assert completed["last_signed_at"] == turnaround.iso(signed_at)
+    assert completed["seconds_to_sign"] == round((signed_at - sent_at).total_seconds(), 3) >= 0
+    # The rejection's signedAt is never a signature; nothing pending has a time to sign.
+    assert envelopes["REJECTED"]["seconds_to_sign"] is None
+    assert envelopes["PENDING"]["seconds_to_sign"] is None
+    stages = {
+        s: [r["funnel_stage"] for r in rows]
+        for s, rows in _mine(_rows(destination, "recipients", date), made).items()
+    }
+    assert stages == {"COMPLETED": ["signed"], "PENDING": ["sent"], "REJECTED": ["rejected"]}

@@ -153,8 +153,33 @@ def test_cc_draft_and_not_yet_sent_recipients_are_not_in_the_funnel() -> None:
     assert _stage(role="CC") is None
     assert _stage("DRAFT") is None
     assert _stage("DRAFT", signingStatus="SIGNED") is None
-    assert _stage(sendStatus="NOT_SENT") is None  # later in a sequential signing order
+    # The real service marks nobody SENT with distributionMethod NONE (recorded against v2.17.0 in
+    # tests/system/test_system_export.py): NOT_SENT alone does not leave the funnel.
+    assert _stage(sendStatus="NOT_SENT") == "sent"
     assert _stage(sendStatus="NOT_SENT", readStatus="OPENED") == "opened"
+
+
+def test_a_recipient_waiting_for_its_turn_in_a_sequential_order_is_not_in_the_funnel() -> None:
+    first = Envelope.from_json({"id": "e", "status": "PENDING", "recipients": [_rec(1, signingOrder=1)]})
+    waiting = _rec(2, signingOrder=2, sendStatus="NOT_SENT")
+    ordered = _env("PENDING", _rec(1, signingOrder=1), waiting, _rec(3, signingOrder=3, role="CC"))
+    everyone = ordered.recipients
+    assert turnaround.waits_for_turn(everyone[1], everyone)
+    assert turnaround.recipient_stage(everyone[1], "PENDING", NOW, everyone) is None
+    assert turnaround.recipient_stage(everyone[1], "PENDING", NOW) == "sent"  # nobody else known
+    # Once the first signed, the second's turn has come (sent or not, it is in the funnel).
+    signed_first = _env("PENDING", _rec(1, signingOrder=1, signingStatus="SIGNED"), waiting)
+    assert (
+        turnaround.recipient_stage(signed_first.recipients[1], "PENDING", NOW, signed_first.recipients)
+        == "sent"
+    )
+    # A CC earlier in the order holds nobody's turn; nor does a parallel order (no signingOrder).
+    cc_first = _env("PENDING", _rec(1, signingOrder=1, role="CC"), waiting)
+    assert not turnaround.waits_for_turn(cc_first.recipients[1], cc_first.recipients)
+    parallel = _env("PENDING", _rec(1), _rec(2, sendStatus="NOT_SENT"))
+    assert turnaround.funnel([parallel], NOW)["sent"] == 2
+    assert turnaround.funnel([ordered], NOW)["sent"] == 1
+    assert first.recipients[0].signing_order == 1
 
 
 def test_funnel_counts_are_cumulative() -> None:
@@ -169,13 +194,14 @@ def test_funnel_counts_are_cumulative() -> None:
             _rec(5, expiresAt=past),
             _rec(6, readStatus="OPENED", expiresAt=past),
             _rec(7, role="CC"),
-            _rec(8, sendStatus="NOT_SENT"),
+            _rec(8, signingOrder=2, sendStatus="NOT_SENT"),  # waits for 9, earlier in the order
+            _rec(9, signingOrder=1, readStatus="OPENED"),
         ),
         _env("DRAFT", _rec(1)),
     ]
     assert turnaround.funnel(envelopes, NOW) == {
-        "sent": 6,
-        "opened": 4,  # 2, 3, 4 (rejecting needs it open) and 6 (opened, then expired)
+        "sent": 7,
+        "opened": 5,  # 2, 3, 4 (rejecting needs it open), 6 (opened, then expired) and 9
         "signed": 1,
         "rejected": 1,
         "expired": 2,
