@@ -25,11 +25,12 @@ with none of them (sent by a person, audit log not read) has no send time: it is
 is read: the service keeps ``readStatus`` but no time of opening).
 
 **Funnel** (:func:`recipient_stage`, :func:`funnel`): each recipient who has to act (not CC) of an
-envelope that left DRAFT, and whose turn has come (:func:`waits_for_turn`), in its furthest stage: ``signed``, ``rejected`` (``signingStatus``; the service
-sets ``signedAt`` on a rejection too, so it is never read as a signature), ``expired`` (its link expired
-unsigned: :func:`~airflow_provider_docsign.service.expiry.expired_recipients`), ``opened``
-(``readStatus`` OPENED), else ``sent``. The funnel counts are cumulative: ``opened`` counts everyone who
-opened or went further (signing or rejecting needs the document open).
+envelope that left DRAFT, and whose turn has come (:func:`waits_for_turn`), in its furthest stage:
+``signed``, ``rejected`` (``signingStatus``; the service sets ``signedAt`` on a rejection too, so it is
+never read as a signature), ``expired`` (its link expired unsigned:
+:func:`~airflow_provider_docsign.service.expiry.expired_recipients`), ``opened`` (``readStatus``
+OPENED), else ``sent``. The funnel counts are cumulative: ``opened`` counts everyone who opened or went
+further (signing or rejecting needs the document open).
 
 **Percentiles** are nearest-rank (SQL ``percentile_disc``): the median and the 90th percentile are
 values that occurred, the lower middle one for an even count.
