@@ -12,6 +12,7 @@ from typing import Any
 from helpers import sig, signer
 
 from airflow_provider_docsign.hooks.docsign import DocsignHook
+from airflow_provider_docsign.service import turnaround
 from airflow_provider_docsign.ui.reader import (
     audit_rows,
     campaign_state,
@@ -60,6 +61,20 @@ def test_the_contracts_page_reads_what_the_real_service_lists(
     detail["audit"] = audit_rows(system_hook, pending)
     assert detail["audit"], "the real service logs the creation and the sending"
     assert all(set(e) == {"type", "created_at", "email"} for e in detail["audit"])
+
+    # The numbers above the table, from what the listing holds: the real service marks the pending
+    # signer NOT_SENT (no e-mail with distributionMethod NONE), who is still in the funnel as sent;
+    # neither envelope has a time to sign.
+    assert listed[pending].recipients[0].send_status == "NOT_SENT"
+    assert turnaround.funnel([listed[draft], listed[pending]], now) == {
+        "sent": 1,
+        "opened": 0,
+        "signed": 0,
+        "rejected": 0,
+        "expired": 0,
+    }
+    assert rows[pending]["seconds_to_sign"] is None
+    assert turnaround.summarize((listed[i], None) for i in (draft, pending)).count == 0
 
     tokens = {r.raw.get("token") for e in envelopes for r in e.recipients if r.raw.get("token")}
     text = repr([rows, detail])
