@@ -26,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -342,3 +343,45 @@ def rss_kib(server: ApiServer) -> int:
         except (OSError, IndexError, ValueError):
             continue
     return total
+
+
+#: Debian's Chromium, headless, for the browser tests (Playwright cannot download its own here).
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--no-first-run",
+]
+#: Where the browser tests write their screenshots (the ones the guide shows are copied to docs/img/).
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "ui"
+
+
+@contextlib.contextmanager
+def signed_in_page(server: ApiServer, height: int, timeout_ms: int = 60_000) -> Iterator[Any]:
+    """A Chromium page signed in to ``server``'s Airflow UI as ``admin``; closed on exit.
+
+    ``page.dialogs`` collects every dialog's message (each dismissed): a script a hostile value ran
+    would show there.
+    """
+    from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+    from stack_preflight import chromium
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1500, "height": height})
+            page.set_default_timeout(timeout_ms)
+            page.dialogs = []
+            page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+            page.goto(server.url + "/")
+            page.locator("input[name=username]").fill("admin")
+            page.locator("input[name=password]").fill(server.passwords["admin"])
+            page.get_by_role("button", name="Sign in").click()
+            page.wait_for_url(lambda url: "/auth/login" not in url)
+            yield page
+        finally:
+            browser.close()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -24,7 +23,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import pytest
-from ui_helpers import ApiServer, port_of
+from ui_helpers import ARTIFACTS, ApiServer, port_of, signed_in_page
 
 from airflow_provider_docsign._compat import AIRFLOW_V_3_1_PLUS
 from airflow_provider_docsign.sandbox import SandboxServer
@@ -35,15 +34,7 @@ pytestmark = [
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts" / "ui"
 DOCS_IMG = ROOT / "docs" / "img"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--no-first-run",
-]
 KEY = "api_ui_campaign_browser_01"
 CONN = "docsign_campaign_ui"
 CAMPAIGN = "<svg onload=alert(1)>{{ ti }}\u202erenewals"
@@ -142,27 +133,8 @@ def campaign(server: ApiServer, ui_sandbox: SandboxServer, results: Path) -> dic
 
 @pytest.fixture
 def page(server: ApiServer) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from stack_preflight import chromium
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1500, "height": 1100})
-            page.set_default_timeout(TIMEOUT_MS)
-            page.dialogs = []  # type: ignore[attr-defined]
-            page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))  # type: ignore[attr-defined]
-            page.goto(server.url + "/")
-            page.locator("input[name=username]").fill("admin")
-            page.locator("input[name=password]").fill(server.passwords["admin"])
-            page.get_by_role("button", name="Sign in").click()
-            page.wait_for_url(lambda url: "/auth/login" not in url)
-            yield page
-        finally:
-            browser.close()
+    with signed_in_page(server, height=1100, timeout_ms=TIMEOUT_MS) as signed_in:
+        yield signed_in
 
 
 def _texts(frame: Any, selector: str) -> list[list[str]]:

@@ -14,14 +14,13 @@ shows is written to ``docs/img/``.
 from __future__ import annotations
 
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from ui_helpers import ApiServer, port_of
+from ui_helpers import ARTIFACTS, ApiServer, port_of, signed_in_page
 from ui_turnaround_seed import Turnaround, plant_senders, seed_turnaround, write_table
 
 from airflow_provider_docsign._compat import AIRFLOW_V_3_1_PLUS
@@ -33,15 +32,7 @@ pytestmark = [
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts" / "ui"
 DOCS_IMG = ROOT / "docs" / "img"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--no-first-run",
-]
 KEY = "api_ui_turnaround_browser1"
 CONN = "docsign_turnaround_ui"
 TITLES = [
@@ -86,27 +77,8 @@ def server(
 
 @pytest.fixture
 def page(server: ApiServer) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from stack_preflight import chromium
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1500, "height": 1200})
-            page.set_default_timeout(TIMEOUT_MS)
-            page.dialogs = []  # type: ignore[attr-defined]
-            page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))  # type: ignore[attr-defined]
-            page.goto(server.url + "/")
-            page.locator("input[name=username]").fill("admin")
-            page.locator("input[name=password]").fill(server.passwords["admin"])
-            page.get_by_role("button", name="Sign in").click()
-            page.wait_for_url(lambda url: "/auth/login" not in url)
-            yield page
-        finally:
-            browser.close()
+    with signed_in_page(server, height=1200, timeout_ms=TIMEOUT_MS) as signed_in:
+        yield signed_in
 
 
 def _api(server: ApiServer, **params: Any) -> dict[str, Any]:
