@@ -58,6 +58,9 @@ BENCHMARKS = [
     # The small version (1,000 + 200 rows at 1,000 requests a minute in 6-second windows); the
     # acceptance run (10,000 + 2,000 rows, 60-second windows, the mapped baseline) is `make bench-bulk`.
     ("bulk_small", "bench_bulk.py --small", 300),
+    # Issue 48: get_envelope with metrics off / StatsD / DogStatsD (15 fresh processes, 75 s alone on 2
+    # quiet cores), and the Contracts rows + summary over 5,000 envelopes against the rows alone.
+    ("turnaround_metrics", "bench_turnaround_metrics.py", 150),
 ]
 DOCS = REPO_DIR / "docs" / "benchmarks.md"
 BEGIN, END = "<!-- BEGIN RESULTS (bench/run_all.py --update-docs) -->", "<!-- END RESULTS -->"
