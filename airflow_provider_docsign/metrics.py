@@ -8,8 +8,11 @@ never fails a task.
 **Names** are lower-case, dot-separated, under ``docsign.`` (Airflow puts its ``[metrics]
 statsd_prefix`` before them), made only of fixed words (:data:`NAMES`, an endpoint's operation, a status
 class), and checked as Airflow checks them (letters, digits, ``_.-``, 250 characters at most with the
-prefix). A request's operation and status class are in the name as well as in the tags, as Airflow puts
-a task's state in ``ti.finish.<dag>.<task>.<state>``, because plain StatsD drops tags.
+prefix). Where the backend drops tags (plain StatsD, without DogStatsD, InfluxDB tags or OpenTelemetry), a
+request's operation and status class also go in a name of their own (``docsign.requests.<operation>.
+<status_class>``), as Airflow puts a task's state in ``ti.finish.<dag>.<task>.<state>``; where tags are
+carried that second datagram would say nothing new, and is not sent (it was a tenth of the request loop
+against a local sandbox: ``bench/bench_turnaround_metrics.py``).
 
 **Tags** are ``conn_id`` and, for a campaign, ``campaign``. Both are text a person typed: a value is sent
 as it is only when it is short and plain (:data:`SAFE_TAG`: ASCII letters, digits, ``_.-``, at most 64),
@@ -22,6 +25,7 @@ The catalogue of names is ``docs/metrics.md``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import re
@@ -68,25 +72,32 @@ NAMES: dict[str, str] = {
     "docsign.campaign.pending": "gauge",
 }
 
-_state: dict[str, Any] = {"on": None, "warned": False}
+_state: dict[str, Any] = {"on": None, "tagged": None, "warned": False}
 
 
 def enabled() -> bool:
     """Whether Airflow sends metrics in this process (``[metrics]``, read once per process)."""
     on = _state["on"]
     if on is None:
-        on = _state["on"] = _read_config()
+        on = _state["on"] = _read_config(("statsd_on", "statsd_datadog_enabled", "otel_on"))
     return bool(on)
 
 
-def _read_config() -> bool:
+def tags_carried() -> bool:
+    """Whether the backend carries tags (DogStatsD, StatsD with InfluxDB tags, OpenTelemetry)."""
+    tagged = _state["tagged"]
+    if tagged is None:
+        tagged = _state["tagged"] = _read_config(
+            ("statsd_datadog_enabled", "statsd_influxdb_enabled", "otel_on")
+        )
+    return bool(tagged)
+
+
+def _read_config(options: tuple[str, ...]) -> bool:
     try:
         from airflow_provider_docsign._compat import conf
 
-        return any(
-            conf.getboolean("metrics", option, fallback=False)
-            for option in ("statsd_on", "statsd_datadog_enabled", "otel_on")
-        )
+        return any(conf.getboolean("metrics", option, fallback=False) for option in options)
     except Exception as error:  # a broken config never breaks a task: no metrics then
         _failed(error)
         return False
@@ -94,7 +105,7 @@ def _read_config() -> bool:
 
 def reset() -> None:
     """Read ``[metrics]`` again at the next emit (tests, and a process whose config changed)."""
-    _state["on"] = None
+    _state["on"] = _state["tagged"] = None
 
 
 def safe_tag(value: Any) -> str:
@@ -102,13 +113,18 @@ def safe_tag(value: Any) -> str:
 
     :param value: A connection id or a campaign id (text a person typed).
     """
-    text = str(value)
+    return _safe_text(str(value))
+
+
+@functools.lru_cache(maxsize=1024)
+def _safe_text(text: str) -> str:
     if SAFE_TAG.fullmatch(text):
         return text
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     return f"c-{digest[:12]}"
 
 
+@functools.lru_cache(maxsize=256)
 def word(text: str) -> str:
     """A fixed-vocabulary phrase as one word of a name: ``"get envelope"`` -> ``get_envelope``.
 
@@ -210,11 +226,14 @@ def request(conn_id: Any, what: str, status: int | None) -> None:
     if not enabled():
         return
     operation, klass = word(what or "other"), status_class(status)
+    by_name = not tags_carried()
     incr("docsign.requests", tags=tags(conn_id, operation=operation, status_class=klass))
-    incr(name("requests", operation, klass), tags=tags(conn_id))
+    if by_name:
+        incr(name("requests", operation, klass), tags=tags(conn_id))
     if status == 429:
         incr("docsign.rate_limited", tags=tags(conn_id, operation=operation))
-        incr(name("rate_limited", operation), tags=tags(conn_id))
+        if by_name:
+            incr(name("rate_limited", operation), tags=tags(conn_id))
 
 
 def retry(conn_id: Any, what: str, delay: float) -> None:
@@ -223,7 +242,8 @@ def retry(conn_id: Any, what: str, delay: float) -> None:
         return
     operation = word(what or "other")
     incr("docsign.retries", tags=tags(conn_id, operation=operation))
-    incr(name("retries", operation), tags=tags(conn_id))
+    if not tags_carried():
+        incr(name("retries", operation), tags=tags(conn_id))
     timing("docsign.retry_wait", delay, tags=tags(conn_id, operation=operation))
 
 

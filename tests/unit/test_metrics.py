@@ -22,7 +22,7 @@ DOCS = Path(metrics.__file__).resolve().parents[1] / "docs" / "metrics.md"
 
 @pytest.fixture
 def metrics_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(metrics, "_state", {"on": True, "warned": False})
+    monkeypatch.setattr(metrics, "_state", {"on": True, "tagged": False, "warned": False})
     yield
     metrics.reset()
 
@@ -100,7 +100,7 @@ def test_every_catalogued_name_is_documented() -> None:
 
 
 def test_off_returns_at_once_without_touching_airflow(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(metrics, "_state", {"on": False, "warned": False})
+    monkeypatch.setattr(metrics, "_state", {"on": False, "tagged": False, "warned": False})
     stats = ready_stats()
 
     def boom(*args: object, **kwargs: object) -> None:
