@@ -379,11 +379,10 @@ async def audit_log(request: Request, envelope_id: str) -> Response:
     if env["type"] == "TEMPLATE":
         raise app_error(path, "INVALID_REQUEST", "Templates do not have audit logs.")
     rows = state.store.audit_of(envelope_id)
-    asc = q.get("orderByDirection") == "asc"
-    if q.get("orderByColumn") == "createdAt":  # by the entry's time, as the service does (seeded times too)
-        rows.sort(key=lambda a: (_entry_time(a), a["_seq"]), reverse=not asc)
-    else:
-        rows.sort(key=lambda a: a["_seq"], reverse=not asc)
+    # Always by the entry's time (seeded times too), newest first unless asked otherwise; as the real
+    # service, orderByDirection counts only with orderByColumn=createdAt (documenso-api-v2.md, quirk).
+    asc = q.get("orderByColumn") == "createdAt" and q.get("orderByDirection") == "asc"
+    rows.sort(key=lambda a: (_entry_time(a), a["_seq"]), reverse=not asc)
     result = views.paginate(rows, int(q.get("page", 1)), int(q.get("perPage", 50)))
     result["data"] = [views.audit_view(a) for a in result["data"]]
     return ok(result)

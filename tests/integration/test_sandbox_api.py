@@ -470,3 +470,21 @@ def test_a_lone_surrogate_is_a_500_that_stores_nothing(
         "path": "envelope.create",
     }
     assert get(sandbox, "/envelope", params={"query": tag}).json()["count"] == 0
+
+
+def test_the_audit_log_is_by_time_and_its_direction_counts_only_with_its_column(
+    sandbox: SandboxServer, make_pdf: Callable[..., Path]
+) -> None:
+    """As the real service: createdAt descending unless orderByColumn=createdAt comes with asc."""
+    env_id = create_id(sandbox, [make_pdf("audit.pdf")])
+    # An entry planted with an older time than the creation's: listed by its time, not when written.
+    sandbox.set_times(env_id, audit=[{"type": "DOCUMENT_OPENED", "createdAt": "2020-01-01T00:00:00.000Z"}])
+
+    def types(**params: str) -> list[str]:
+        data = get(sandbox, f"/envelope/{env_id}/audit-log", params=params).json()["data"]
+        return [e["type"] for e in data]
+
+    newest_first = types()
+    assert newest_first[-1] == "DOCUMENT_OPENED"
+    assert types(orderByDirection="asc") == newest_first  # ignored without the column
+    assert types(orderByColumn="createdAt", orderByDirection="asc") == newest_first[::-1]
