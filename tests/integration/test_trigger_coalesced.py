@@ -81,7 +81,10 @@ def test_200_triggers_share_one_poller_and_each_gets_its_own_event(
         await _until(lambda: poller.stats.cycles >= 2, "two poll cycles")
         # Everything is still pending: each full cycle read 200 envelopes with 10 requests.
         assert list(poller.stats.history)[:2] == [(200, 10), (200, 10)]
-        assert len(_get_many_requests(sandbox)) == poller.stats.requests
+        # The two cycles' requests, and at most the next cycle's if a busy machine let it begin since
+        # (counted in the stats when answered); the exact count is checked once all have ended.
+        done = poller.stats.requests
+        assert done <= len(_get_many_requests(sandbox)) <= done + 10
         # Now the signers act, while the triggers are waiting.
         loop = asyncio.get_running_loop()
         for envelope_id in ids[:180]:
