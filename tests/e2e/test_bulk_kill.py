@@ -176,6 +176,11 @@ def test_sigkill_mid_campaign_then_rerun_sends_every_row_exactly_once(
         lease = json.loads(lease_file.read_text())
         assert lease["owner"] is not None  # the dead owner's record, never given back
         assert lease["stale_after"] == 2 * 10 + 2 + 3  # two beats, the margin, the read timeout
+        # The dead owner's last beat as if the kill had come just now: on a busy machine the checks
+        # above and the retry's start can outlast the 25 s, and the retry would then find the lease
+        # stale at once (it did in a loaded CI run) instead of waiting, which is what is tested here.
+        lease["beat"] = time.time()
+        lease_file.write_text(json.dumps(lease))
         rerun = subprocess.run(
             [sys.executable, str(dag_file)], env=env, capture_output=True, timeout=600, check=False
         )
