@@ -125,8 +125,13 @@ def test_sigkill_mid_campaign_then_rerun_sends_every_row_exactly_once(
             textwrap.dedent(DAG_FILE).format(rows=str(source), result=str(result), template_id=template_id)
         )
         leases = tmp_path / "leases"  # [docsign] campaign_lease_dir
+        # A 20 s heartbeat: a stale period of 45 s, which outlasts a loaded machine's start of the retry
+        # (with the default 10 s, 25 s, a busy CI run's retry found the lease stale before it looked).
         env = dict(
-            os.environ, AIRFLOW__CORE__DAGS_FOLDER=str(dags), AIRFLOW__DOCSIGN__CAMPAIGN_LEASE_DIR=str(leases)
+            os.environ,
+            AIRFLOW__CORE__DAGS_FOLDER=str(dags),
+            AIRFLOW__DOCSIGN__CAMPAIGN_LEASE_DIR=str(leases),
+            AIRFLOW__DOCSIGN__CAMPAIGN_LEASE_HEARTBEAT="20",
         )
         # A short read timeout: the rerun looks up the rows in flight that long after the last checkpoint.
         env["AIRFLOW_CONN_DOCSIGN_DEFAULT"] = conn_json(sandbox, timeout=[5, 3])
@@ -175,10 +180,10 @@ def test_sigkill_mid_campaign_then_rerun_sends_every_row_exactly_once(
         (lease_file,) = leases.glob(".docsign-campaign-*.lease.json")
         lease = json.loads(lease_file.read_text())
         assert lease["owner"] is not None  # the dead owner's record, never given back
-        assert lease["stale_after"] == 2 * 10 + 2 + 3  # two beats, the margin, the read timeout
+        assert lease["stale_after"] == 2 * 20 + 2 + 3  # two beats, the margin, the read timeout
         # The dead owner's last beat as if the kill had come just now: on a busy machine the checks
-        # above and the retry's start can outlast the 25 s, and the retry would then find the lease
-        # stale at once (it did in a loaded CI run) instead of waiting, which is what is tested here.
+        # above and the retry's start can take a long while, and the retry would then find the lease
+        # stale at once instead of waiting, which is what is tested here.
         lease["beat"] = time.time()
         lease_file.write_text(json.dumps(lease))
         rerun = subprocess.run(
@@ -187,7 +192,7 @@ def test_sigkill_mid_campaign_then_rerun_sends_every_row_exactly_once(
         output = (rerun.stdout + rerun.stderr).decode(errors="replace")
         assert rerun.returncode == 0, output[-3000:]
         assert api_key not in output
-        assert "Waiting up to 25s for the lease of campaign 'killed-campaign'" in output
+        assert "Waiting up to 45s for the lease of campaign 'killed-campaign'" in output
         assert "Taking over the lease of campaign 'killed-campaign'" in output
 
         with DocsignHook(base_url=sandbox.base_url, api_key=api_key) as hook:
