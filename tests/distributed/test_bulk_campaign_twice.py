@@ -41,8 +41,8 @@ def _customers(campaign: str) -> list[dict[str, str]]:
     ]
 
 
-def _send_logs(stack: Stack, run_id: str) -> str:
-    pattern = f"dag_id={DAG_ID}/run_id={run_id}/task_id=send_campaign/attempt=*.log"
+def _send_logs(stack: Stack, run_id: str, task_id: str = "send_campaign") -> str:
+    pattern = f"dag_id={DAG_ID}/run_id={run_id}/task_id={task_id}/attempt=*.log"
     return "\n".join(p.read_text(errors="replace") for p in (stack.base / "hosts").rglob(pattern))
 
 
@@ -84,7 +84,8 @@ def _green_or_names_the_owner(api: Any, stack: Stack, run_id: str) -> str:
     state = api.finish(DAG_ID, run_id)
     states = {t["task_id"]: t["state"] for t in api.task_instances(DAG_ID, run_id)}
     if state != "success":
-        assert states["send_campaign"] == "failed", states
+        failed = {t: _send_logs(stack, run_id, t)[-3000:] for t, st in states.items() if st == "failed"}
+        assert states["send_campaign"] == "failed", (states, failed)
         assert "is being sent by another try (" in _send_logs(stack, run_id), states
     else:
         assert set(states.values()) == {"success"}, states
