@@ -257,11 +257,13 @@ class EnvelopeArchiver:
                 temps = self._stage_manifest(store, manifest_name, manifest)
             self._commit(store, staged, records)
             for copy in copies:
-                final = store.path(copy.name)
                 if copy.temp is not None and not store.commit(
-                    copy.temp, final, overwrite=copy.entry["outcome"] == "overwritten"
+                    copy.temp,
+                    store.path(copy.name),
+                    overwrite=copy.entry["outcome"] == "overwritten",
+                    same_as=copy.entry["sha256"],
                 ):
-                    self._appeared(store, copy.temp, final, copy.entry["uri"], copy.entry["sha256"])
+                    raise DocsignArchiveConflictError(f"a different file appeared at {copy.entry['uri']}")
             if manifest_name:
                 self._publish_manifest(store, manifest_name, temps)
             token, temps = len(temps) > 1, []
@@ -485,26 +487,13 @@ class EnvelopeArchiver:
             )
         return records
 
-    def _appeared(self, store: Store, temp: Any, final: Any, uri: str, sha256: str) -> None:
-        """A file appeared at ``final`` after the compare: the same bytes are kept, others refused.
-
-        Two tries archiving one envelope into one folder at once (a campaign DAG triggered twice,
-        whose sensors see the completion at the same poll) both find nothing at the compare, and
-        both commit. The one that comes second finds the other's file: the same signed bytes are
-        the archive this try meant to write, so it keeps them and drops its own copy.
-        """
-        if store.size(final) == store.size(temp) and store.sha256(final) == sha256:
-            store.remove(temp)
-            self.log.info("%s was written meanwhile with the same bytes (another try archiving it)", uri)
-            return
-        raise DocsignArchiveConflictError(
-            f"a different file appeared at {uri} while archiving; it was left untouched"
-        )
-
     def _commit(self, store: Store, staged: list[_Staged], records: list[ArchivedFile]) -> None:
         for entry, record in zip(staged, records, strict=True):
             if record.outcome in {"unchanged", "kept"}:
                 store.remove(entry.temp)
                 continue
-            if not store.commit(entry.temp, entry.final, overwrite=record.outcome == "overwritten"):
-                self._appeared(store, entry.temp, entry.final, record.uri, record.sha256)
+            overwrite = record.outcome == "overwritten"
+            if not store.commit(entry.temp, entry.final, overwrite=overwrite, same_as=record.sha256):
+                raise DocsignArchiveConflictError(
+                    f"a different file appeared at {record.uri} while archiving; it was left untouched"
+                )

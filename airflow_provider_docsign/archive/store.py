@@ -16,6 +16,7 @@ import contextlib
 import errno
 import hashlib
 import io
+import logging
 import os
 import secrets
 import sys
@@ -27,6 +28,8 @@ from typing import IO, Any
 from airflow_provider_docsign.exceptions import DocsignArchiveEscapeError
 
 __all__ = ["PDF_MAGIC", "HashingWriter", "Store", "static_destination_uri", "sync", "uri_of"]
+
+log = logging.getLogger(__name__)
 
 CHUNK = 1024 * 1024
 PDF_MAGIC = b"%PDF-"
@@ -196,8 +199,23 @@ class Store:
                 digest.update(chunk)
         return digest.hexdigest()
 
-    def commit(self, temp: Any, final: Any, *, overwrite: bool) -> bool:
-        """Move ``temp`` to ``final``. Without ``overwrite``, return False if ``final`` appeared meanwhile."""
+    def commit(self, temp: Any, final: Any, *, overwrite: bool, same_as: str | None = None) -> bool:
+        """Move ``temp`` to ``final``. Without ``overwrite``, return False if ``final`` appeared meanwhile.
+
+        :param same_as: ``temp``'s SHA-256 (hex). A file that appeared at ``final`` with these bytes is
+            kept, ``temp`` removed, and True returned: two tries archiving one envelope into one folder
+            at once (a campaign DAG triggered twice, whose sensors see the completion at the same poll)
+            both find nothing at the compare and both commit; the second finds the first's file.
+        """
+        if self._commit(temp, final, overwrite=overwrite):
+            return True
+        if same_as is None or self.size(final) != self.size(temp) or self.sha256(final) != same_as:
+            return False
+        self.remove(temp)
+        log.info("%s was written meanwhile with the same bytes (another try archiving it)", uri_of(final))
+        return True
+
+    def _commit(self, temp: Any, final: Any, *, overwrite: bool) -> bool:
         if self.local:
             if overwrite:
                 os.replace(temp, final)
