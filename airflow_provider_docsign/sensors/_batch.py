@@ -26,6 +26,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from airflow_provider_docsign._text import printable
+from airflow_provider_docsign.service import turnaround
 from airflow_provider_docsign.service.expiry import expired_recipients
 from airflow_provider_docsign.service.models import TERMINAL_STATUSES, Envelope, EnvelopeStatus
 from airflow_provider_docsign.service.unsigned import expired_reason, rejection_reason
@@ -121,12 +122,15 @@ class Outcome:
         terminal status when the target is not ``COMPLETED``).
     :param reason: Why it did not reach the target (``None`` when it did).
     :param completed_at: The service's ``completedAt`` (set for COMPLETED, REJECTED and CANCELLED).
+    :param signed_at: When the last recipient who had to act signed (ISO, UTC), for a COMPLETED
+        envelope (:func:`~airflow_provider_docsign.service.turnaround.last_signature`); else ``None``.
     """
 
     envelope_id: str
     status: str
     reason: str | None = None
     completed_at: str | None = None
+    signed_at: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form."""
@@ -170,7 +174,8 @@ def settle(
     if envelope.deleted_at:
         return Outcome(envelope_id, DELETED, f"deleted (deletedAt is set; it was {status})")
     if status == target_status:
-        return Outcome(envelope_id, status, None, envelope.completed_at)
+        signed_at = turnaround.iso(turnaround.last_signature(envelope))
+        return Outcome(envelope_id, status, None, envelope.completed_at, signed_at)
     if status == EnvelopeStatus.REJECTED.value:
         return Outcome(envelope_id, status, rejection_reason(envelope), envelope.completed_at)
     if status == EnvelopeStatus.CANCELLED.value:

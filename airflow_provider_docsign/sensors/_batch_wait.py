@@ -162,8 +162,8 @@ class BatchWaitMixin:
     def _finish_batch(self, ids: list[str], settled: Mapping[str, Outcome]) -> dict[str, Any]:
         """Every envelope is settled: write the report, then pass (the XCom) or fail naming the first few."""
         verdict = judge([settled[i] for i in ids], self.target_status, self.max_unsigned)
-        _outcomes.report_batch(self.docsign_conn_id, [o.status for o in verdict.outcomes])
         campaign = self._campaign()
+        _outcomes.report_batch(self.docsign_conn_id, verdict.outcomes, campaign.sent_at if campaign else None)
         report = OutcomeReport(campaign.path).write(verdict.outcomes, campaign) if campaign else None
         message = verdict.message(report=report, rows=campaign.row_keys if campaign else None)
         if not verdict.passed:

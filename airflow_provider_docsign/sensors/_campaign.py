@@ -37,6 +37,7 @@ class Campaign:
     :param external_ids: The ``external_id`` of that row.
     :param duplicates: Sent rows naming an envelope an earlier row already named.
     :param not_sent: Rows that are not ``sent`` (invalid, failed, created): not waited for.
+    :param sent_at: The ``sent_at`` of that row, as read: the campaign's send time of the envelope.
     """
 
     path: Any
@@ -45,6 +46,7 @@ class Campaign:
     external_ids: dict[str, str | None] = field(default_factory=dict)
     duplicates: int = 0
     not_sent: int = 0
+    sent_at: dict[str, Any] = field(default_factory=dict)
 
 
 def _text(value: Any) -> str | None:
@@ -71,6 +73,7 @@ def read_campaign(result_table: Any, result_table_format: str | None = None) -> 
     ids: list[str] = []
     row_keys: dict[str, str | None] = {}
     external_ids: dict[str, str | None] = {}
+    sent_at: dict[str, Any] = {}
     duplicates = not_sent = 0
     for number, row in enumerate(rows, start=1):
         if "status" not in row or "envelope_id" not in row:
@@ -88,7 +91,8 @@ def read_campaign(result_table: Any, result_table_format: str | None = None) -> 
         ids.append(envelope_id)
         row_keys[envelope_id] = _text(row.get("row_key"))
         external_ids[envelope_id] = _text(row.get("external_id"))
-    return Campaign(path, ids, row_keys, external_ids, duplicates, not_sent)
+        sent_at[envelope_id] = row.get("sent_at")  # ISO text (JSON Lines) or a datetime (Parquet)
+    return Campaign(path, ids, row_keys, external_ids, duplicates, not_sent, sent_at)
 
 
 class OutcomeReport:

@@ -8,23 +8,28 @@ The time to sign is ``service/turnaround.py``'s: from the audit log's first ``DO
 signature. The audit log is read oldest first and at most :data:`AUDIT_PAGES` pages of it (the sending
 is on the first page of any envelope that has not been sent and recalled over and over); an envelope
 whose sending is not found there gets no time to sign, never a guessed one.
+
+A batch wait on a campaign's result table (:func:`report_batch`) times its completed envelopes from
+each row's ``sent_at`` instead: the table it already read says when the campaign sent each one.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_docsign import metrics
 from airflow_provider_docsign.hooks._endpoints import PAGE_SIZE
 from airflow_provider_docsign.service import turnaround
+from airflow_provider_docsign.service.expiry import parse_timestamp
 from airflow_provider_docsign.service.models import EnvelopeStatus
 
 if TYPE_CHECKING:
     from airflow_provider_docsign.hooks.docsign import DocsignHook
+    from airflow_provider_docsign.sensors._batch import Outcome
     from airflow_provider_docsign.sensors._state import EnvelopeState
 
 log = logging.getLogger(__name__)
@@ -92,21 +97,33 @@ def _first_sent(entries: Any) -> datetime | None:
     return None
 
 
-def report_batch(conn_id: str, statuses: Sequence[str]) -> None:
-    """Count each envelope's outcome of a settled batch wait (no time to sign: see ``docs/metrics.md``).
+def report_batch(conn_id: str, outcomes: Sequence[Outcome], sent_at: Mapping[str, Any] | None = None) -> None:
+    """Count each envelope's outcome of a settled batch wait, and time the completed ones of a campaign.
 
-    A batch wait keeps each envelope's final status only, not its signatures nor its row's ``sent_at``,
-    so it sends no time to sign rather than a second definition of one.
+    A campaign's envelope was sent at its row's ``sent_at`` (the result table the wait read): its time
+    to sign is from there to the last signature the wait's own read of the envelope shows, sent as
+    ``docsign.time_to_sign`` with ``source=campaign``. No request is made for it. A wait on
+    ``envelope_ids`` has no send time for its envelopes and sends no time to sign, never a guessed one.
 
     :param conn_id: The connection id (a tag).
-    :param statuses: Each envelope's final status (``COMPLETED``, ``REJECTED``, ``EXPIRED``...).
+    :param outcomes: Every envelope's outcome (``COMPLETED``, ``REJECTED``, ``EXPIRED``...).
+    :param sent_at: Each envelope's row ``sent_at``, by envelope id (a result table's wait only).
     """
     if not metrics.enabled():
         return
     counts: dict[str, int] = {}
-    for status in statuses:
-        outcome = _OUTCOMES.get(status) or ("expired" if status == "EXPIRED" else None)
-        if outcome is not None:
-            counts[outcome] = counts.get(outcome, 0) + 1
-    for outcome, count in counts.items():
-        metrics.envelopes(outcome, conn_id, count)
+    for outcome in outcomes:
+        name = _OUTCOMES.get(outcome.status) or ("expired" if outcome.status == "EXPIRED" else None)
+        if name is not None:
+            counts[name] = counts.get(name, 0) + 1
+    for name, count in counts.items():
+        metrics.envelopes(name, conn_id, count)
+    if not sent_at:
+        return
+    now = datetime.now(timezone.utc)
+    for outcome in outcomes:
+        if outcome.status != EnvelopeStatus.COMPLETED.value or outcome.signed_at is None:
+            continue
+        sent = turnaround.sent(campaign=sent_at.get(outcome.envelope_id), now=now)
+        signed = parse_timestamp(outcome.signed_at)
+        metrics.time_to_sign(conn_id, turnaround.seconds_between(sent, signed), "campaign")

@@ -1,14 +1,15 @@
 """The provider's metrics reach a real StatsD socket from a real task run, and hold nothing personal.
 
-A DAG (create with one 429 from the sandbox, distribute, a poke-mode wait, a deferred wait and a small
-bulk campaign) runs with ``dag.test()`` in a process of its own, started with ``[metrics]`` in its
-environment, as a worker is started with it: Airflow sets its ``Stats`` up from that once per process.
-A UDP socket bound on 127.0.0.1 stands in for the StatsD server.
+A DAG (create with one 429 from the sandbox, distribute, a poke-mode wait, a deferred wait, a small
+bulk campaign and the campaign's batch wait) runs with ``dag.test()`` in a process of its own, started
+with ``[metrics]`` in its environment, as a worker is started with it: Airflow sets its ``Stats`` up
+from that once per process. A UDP socket bound on 127.0.0.1 stands in for the StatsD server.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.samples import write_sample_pdf
 from airflow_provider_docsign.sandbox import SandboxServer
 from airflow_provider_docsign.sensors._outcomes import AUDIT_PAGES
+from airflow_provider_docsign.service.expiry import parse_timestamp
 
 TITLE = "Confidential merger term sheet 7Q"
 EMAIL = "alice.private@example.test"
@@ -80,7 +82,10 @@ with DAG("docsign_metrics", schedule=None, start_date=datetime(2024, 1, 1), catc
         title="Renewal for {{name}}",
         max_invalid=1,
     )
-    create >> send >> wait >> wait_deferred >> campaign
+    wait_campaign = DocsignEnvelopeSensor(
+        task_id="wait_campaign", result_table={result!r}, mode="poke", poke_interval=0.2, max_unsigned=0
+    )
+    create >> send >> wait >> wait_deferred >> campaign >> wait_campaign
 
 if __name__ == "__main__":
     if AIRFLOW_2:
@@ -157,6 +162,20 @@ def _private_texts(sandbox: SandboxServer) -> list[str]:
     return [EMAIL, ROW_EMAIL, "carol@example.test", TITLE, "Alice Private", "Bob Row", sandbox.api_key]
 
 
+def _campaign_times_to_sign_ms(tmp_path: Path, sandbox: SandboxServer) -> list[float]:
+    """From the result table's ``sent_at`` to the last ``signedAt`` at the sandbox, in ms, sorted."""
+    times = []
+    for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if row["status"] != "sent":
+            continue
+        envelope = sandbox.get_envelope(row["envelope_id"])
+        signed = max(parse_timestamp(r["signedAt"]) for r in envelope["recipients"] if r["role"] != "CC")
+        times.append(round((signed - parse_timestamp(row["sent_at"])).total_seconds(), 3) * 1000.0)
+    assert len(times) == 2, times
+    return sorted(times)
+
+
 def _audit_reads(sandbox: SandboxServer) -> int:
     return sum(1 for r in sandbox.requests() if str(r["path"]).endswith("/audit-log"))
 
@@ -207,10 +226,13 @@ def test_a_task_run_sends_the_documented_metrics_and_nothing_personal(
     by_name: dict[str, list[Datagram]] = {}
     for d in datagrams:
         by_name.setdefault(d.name.removeprefix("airflow."), []).append(d)
-    assert [d.kind for d in by_name["docsign.time_to_sign"]] == ["ms", "ms"]  # one per wait that completed
+    # One per single wait (from the audit log), one per campaign envelope (from its row's sent_at).
+    assert [d.kind for d in by_name["docsign.time_to_sign"]] == ["ms"] * 4
+    campaign_ms = sorted(float(d.value) for d in by_name["docsign.time_to_sign"][2:])
+    assert campaign_ms == pytest.approx(_campaign_times_to_sign_ms(tmp_path, signing_sandbox), abs=0.01)
     assert {d.kind for d in by_name["docsign.campaign.sent"]} == {"g"}
     assert sum(int(d.value) for d in by_name["docsign.campaign.rows.sent"]) == 2
-    assert sum(int(d.value) for d in by_name["docsign.envelopes.completed"]) == 2  # each wait saw it once
+    assert sum(int(d.value) for d in by_name["docsign.envelopes.completed"]) == 4  # each wait saw each once
     # Metrics on: the send time came from the audit log, read within its bound.
     assert 1 <= _audit_reads(signing_sandbox) <= 2 * AUDIT_PAGES
     if datadog:
@@ -220,7 +242,10 @@ def test_a_task_run_sends_the_documented_metrics_and_nothing_personal(
         assert ("create_envelope", "4xx") in statuses
         assert ("get_audit_log", "2xx") in statuses
         assert {d.tags.get("campaign") for d in by_name["docsign.campaign.rows.sent"]} == {campaign}
-        assert by_name["docsign.time_to_sign"][0].tags == {"conn_id": "docsign_default", "source": "audit"}
+        sources = [d.tags for d in by_name["docsign.time_to_sign"]]
+        assert sources == [
+            {"conn_id": "docsign_default", "source": s} for s in ["audit"] * 2 + ["campaign"] * 2
+        ]
     else:
         assert all(not d.tags for d in datagrams)  # plain StatsD: the dimensions are in the names
     every = "\n".join(sink.lines())

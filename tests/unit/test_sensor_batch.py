@@ -110,9 +110,18 @@ def test_settle_gives_each_final_status_and_a_masked_reason() -> None:
     assert settle(_envelope("e3", "CANCELLED"), "e3") == Outcome(
         "e3", "CANCELLED", "cancelled (the envelope's audit log holds the reason)"
     )
+    # No signedAt: the last signature is the completion (turnaround.last_signature).
     assert settle(_envelope("e4", "COMPLETED", completedAt="2026-11-21T00:00:00Z"), "e4") == Outcome(
-        "e4", "COMPLETED", None, "2026-11-21T00:00:00Z"
+        "e4", "COMPLETED", None, "2026-11-21T00:00:00Z", "2026-11-21T00:00:00.000Z"
     )
+    signers = [
+        dict(SIGNER, signingStatus="SIGNED", signedAt="2026-11-20T09:00:00Z"),
+        dict(SIGNER, id=42, signingStatus="SIGNED", signedAt="2026-11-20T11:30:00.250Z"),
+        dict(SIGNER, id=43, role="CC", signingStatus="SIGNED", signedAt="2026-11-20T23:00:00Z"),
+    ]
+    both = settle(_envelope("e10", "COMPLETED", *signers, completedAt="2026-11-20T11:31:00Z"), "e10")
+    assert both is not None
+    assert both.signed_at == "2026-11-20T11:30:00.250Z"  # the last signer who had to act, not the CC
     assert settle(None, "e5") == Outcome(
         "e5", DELETED, "not found: deleted, or the API key cannot see it (left out of get-many)"
     )
