@@ -6,18 +6,20 @@ tasks start together. Both compare before either commits; the one that commits s
 other's file. It is the same signed PDF, so that try succeeds. A *different* envelope's bytes at the
 same names are still refused, and the first archive's files are never replaced.
 
-Real threads start together at a barrier against the sandbox over HTTP; the folders are a local disk
-and moto's S3 on 127.0.0.1. What is counted: each try's outcome, the files in the folder (every byte
-the sandbox's signed item), and no temporary file left behind.
+Each try is a process of its own, as on a worker; all are released at one moment against the sandbox
+over HTTP. The folders are a local disk and moto's S3 on 127.0.0.1. What is counted: each try's
+outcome, the files in the folder (every byte the sandbox's signed item), and no temporary file left.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import threading
+import subprocess
+import sys
+import textwrap
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -25,38 +27,96 @@ import pytest
 from helpers import completed_envelope
 
 from airflow_provider_docsign.hooks.docsign import DocsignHook
-from airflow_provider_docsign.operators.archive import (
-    DocsignArchiveConflictError,
-    DocsignArchiveSignedDocumentsOperator,
-)
 from airflow_provider_docsign.sandbox import SandboxServer
 
 pytestmark = pytest.mark.integration
 
-TRIES = 6
+TRIES = 4
 BUCKET = "concurrent-archive"
 
+#: One try: a process of its own, as a worker runs a task. It builds the operator, says it is ready,
+#: waits for the go file, archives, and prints its outcome.
+TRY = """
+import json, sys, time
+from pathlib import Path
 
-def _together(tries: int, archive: Callable[[int], dict[str, Any]]) -> list[dict[str, Any] | Exception]:
-    """Run ``archive(n)`` for each try in its own thread, released at one moment."""
-    gate = threading.Barrier(tries)
+cfg = json.loads(sys.argv[1])
+from airflow_provider_docsign.operators.archive import (
+    DocsignArchiveConflictError,
+    DocsignArchiveSignedDocumentsOperator,
+)
 
-    def one(n: int) -> dict[str, Any] | Exception:
-        gate.wait(timeout=60)
-        try:
-            return archive(n)
-        except Exception as err:  # each try's outcome is what the test counts
-            return err
+destination = cfg["destination"]
+if cfg["conn_id"]:
+    from airflow_provider_docsign._compat import ObjectStoragePath
 
-    with ThreadPoolExecutor(max_workers=tries) as pool:
-        return list(pool.map(one, range(tries)))
+    destination = ObjectStoragePath(destination, conn_id=cfg["conn_id"])
+operator = DocsignArchiveSignedDocumentsOperator(
+    task_id="archive", envelope_id=cfg["envelope_id"], destination=destination
+)
+Path(cfg["ready"]).touch()
+deadline = time.monotonic() + 120
+while not Path(cfg["go"]).exists():
+    if time.monotonic() > deadline:
+        sys.exit("no go within 120 s")
+    time.sleep(0.005)
+try:
+    operator.execute({})
+    print("OUTCOME ok")
+except Exception as err:
+    kind = "conflict" if isinstance(err, DocsignArchiveConflictError) else type(err).__name__
+    print("OUTCOME", kind, str(err)[:300].replace(chr(10), " "))
+"""
 
 
-def _operator(n: int, envelope_id: str, destination: Any, **kwargs: Any) -> dict[str, Any]:
-    operator = DocsignArchiveSignedDocumentsOperator(
-        task_id=f"archive_{n}", envelope_id=envelope_id, destination=destination, **kwargs
-    )
-    return operator.execute({})  # type: ignore[arg-type]
+def _together(
+    tmp_path: Path, envelope_ids: list[str], destination: str, conn_id: str | None = None
+) -> list[str]:
+    """One process per envelope id, released at one moment; each try's outcome line (``ok`` or the error)."""
+    script = tmp_path / "archive_try.py"
+    script.write_text(textwrap.dedent(TRY))
+    go = tmp_path / "go"
+    ready = [tmp_path / f"ready-{n}" for n in range(len(envelope_ids))]
+    procs = [
+        subprocess.Popen(  # this interpreter, and a script the test wrote
+            [
+                sys.executable,
+                str(script),
+                json.dumps(
+                    {
+                        "envelope_id": envelope_id,
+                        "destination": destination,
+                        "conn_id": conn_id,
+                        "ready": str(ready[n]),
+                        "go": str(go),
+                    }
+                ),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for n, envelope_id in enumerate(envelope_ids)
+    ]
+    try:
+        deadline = time.monotonic() + 180
+        while not all(r.exists() for r in ready):
+            assert time.monotonic() < deadline, "the tries were not ready within 180 s"
+            assert all(p.poll() is None for p in procs), [p.communicate()[0][-2000:] for p in procs]
+            time.sleep(0.05)
+        go.touch()
+        outputs = [p.communicate(timeout=180)[0] for p in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=30)
+    outcomes = []
+    for output in outputs:
+        lines = [line for line in output.splitlines() if line.startswith("OUTCOME ")]
+        assert len(lines) == 1, output[-3000:]
+        outcomes.append(lines[0].removeprefix("OUTCOME "))
+    return outcomes
 
 
 def _envelope(sandbox: SandboxServer, make_pdf: Callable[..., Path], key: str, title: str) -> str:
@@ -75,15 +135,15 @@ def _local_files(folder: Path) -> list[str]:
     return sorted(hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.glob("*.pdf"))
 
 
-def test_six_tries_archiving_one_envelope_into_one_local_folder_all_succeed(
+def test_four_tries_archiving_one_envelope_into_one_local_folder_all_succeed(
     docsign_conn: str, sandbox: SandboxServer, make_pdf: Callable[..., Path], tmp_path: Path
 ) -> None:
     envelope_id = _envelope(sandbox, make_pdf, "TWICE-LOCAL", "Renewal")
     destination = tmp_path / "archive"
 
-    outcomes = _together(TRIES, lambda n: _operator(n, envelope_id, str(destination)))
+    outcomes = _together(tmp_path, [envelope_id] * TRIES, str(destination))
 
-    assert [type(o).__name__ for o in outcomes if isinstance(o, Exception)] == [], outcomes
+    assert outcomes == ["ok"] * TRIES
     folder = destination / "TWICE-LOCAL"
     assert _local_files(folder) == _signed(sandbox, envelope_id)
     manifest = json.loads((folder / "manifest.json").read_text())
@@ -93,25 +153,19 @@ def test_six_tries_archiving_one_envelope_into_one_local_folder_all_succeed(
     assert left == []
 
 
-def test_six_tries_archiving_one_envelope_into_one_s3_prefix_all_succeed(
+def test_four_tries_archiving_one_envelope_into_one_s3_prefix_all_succeed(
     docsign_conn: str,
     sandbox: SandboxServer,
     make_pdf: Callable[..., Path],
     make_s3_bucket: Callable[..., Any],
+    tmp_path: Path,
 ) -> None:
-    from airflow_provider_docsign._compat import ObjectStoragePath
-
     s3 = make_s3_bucket(BUCKET, conn_id="concurrent_s3")
     envelope_id = _envelope(sandbox, make_pdf, "TWICE-S3", "Renewal")
 
-    outcomes = _together(
-        TRIES,
-        lambda n: _operator(
-            n, envelope_id, ObjectStoragePath(f"s3://{BUCKET}/contracts", conn_id="concurrent_s3")
-        ),
-    )
+    outcomes = _together(tmp_path, [envelope_id] * TRIES, f"s3://{BUCKET}/contracts", "concurrent_s3")
 
-    assert [o for o in outcomes if isinstance(o, Exception)] == []
+    assert outcomes == ["ok"] * TRIES
     keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET).get("Contents", []))
     pdfs = [k for k in keys if k.endswith(".pdf")]
     assert keys == sorted([*pdfs, "contracts/TWICE-S3/manifest.json"])
@@ -136,13 +190,13 @@ def test_two_envelopes_with_one_key_racing_for_one_folder_never_publish_a_mixed_
     destination = tmp_path / "archive"
     ids = [first, second] * (TRIES // 2)
 
-    outcomes = _together(TRIES, lambda n: _operator(n, ids[n], str(destination)))
+    outcomes = _together(tmp_path, ids, str(destination))
 
-    won = {ids[n] for n, o in enumerate(outcomes) if not isinstance(o, Exception)}
-    failed = [o for o in outcomes if isinstance(o, Exception)]
+    won = {ids[n] for n, o in enumerate(outcomes) if o == "ok"}
+    failed = [o for o in outcomes if o != "ok"]
     assert len(won) <= 1, outcomes  # never both: they write the same names
     assert failed, outcomes
-    assert all(isinstance(o, DocsignArchiveConflictError) for o in failed), failed
+    assert all(o.startswith("conflict ") for o in failed), failed
     folder = destination / "SAME-KEY"
     manifest_path = folder / "manifest.json"
     if won:
