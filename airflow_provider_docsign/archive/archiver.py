@@ -261,7 +261,7 @@ class EnvelopeArchiver:
                     copy.temp,
                     store.path(copy.name),
                     overwrite=copy.entry["outcome"] == "overwritten",
-                    same_as=copy.entry["sha256"],
+                    same_as=(copy.entry["sha256"], copy.entry["size"]),
                 ):
                     raise DocsignArchiveConflictError(f"a different file appeared at {copy.entry['uri']}")
             if manifest_name:
@@ -420,9 +420,7 @@ class EnvelopeArchiver:
         """None: nothing there; True: same bytes; False: different bytes."""
         if not store.exists(entry.final):
             return None
-        if store.size(entry.final) != entry.record.size:
-            return False
-        return store.sha256(entry.final) == entry.record.sha256
+        return store.holds(entry.final, entry.record.sha256, entry.record.size)
 
     def _manifest_conflict(self, store: Store, manifest_name: str | None, envelope_id: str) -> str | None:
         """The manifest's URI if a manifest of *another* envelope (or a foreign file) is in the way."""
@@ -493,7 +491,8 @@ class EnvelopeArchiver:
                 store.remove(entry.temp)
                 continue
             overwrite = record.outcome == "overwritten"
-            if not store.commit(entry.temp, entry.final, overwrite=overwrite, same_as=record.sha256):
+            same_as = (record.sha256, record.size)
+            if not store.commit(entry.temp, entry.final, overwrite=overwrite, same_as=same_as):
                 raise DocsignArchiveConflictError(
                     f"a different file appeared at {record.uri} while archiving; it was left untouched"
                 )

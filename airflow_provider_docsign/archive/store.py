@@ -199,17 +199,23 @@ class Store:
                 digest.update(chunk)
         return digest.hexdigest()
 
-    def commit(self, temp: Any, final: Any, *, overwrite: bool, same_as: str | None = None) -> bool:
+    def holds(self, target: Any, sha256: str, size: int) -> bool:
+        """Whether the file at ``target`` has these bytes: its size first, then its SHA-256 (hex)."""
+        return self.size(target) == size and self.sha256(target) == sha256
+
+    def commit(
+        self, temp: Any, final: Any, *, overwrite: bool, same_as: tuple[str, int] | None = None
+    ) -> bool:
         """Move ``temp`` to ``final``. Without ``overwrite``, return False if ``final`` appeared meanwhile.
 
-        :param same_as: ``temp``'s SHA-256 (hex). A file that appeared at ``final`` with these bytes is
-            kept, ``temp`` removed, and True returned: two tries archiving one envelope into one folder
-            at once (a campaign DAG triggered twice, whose sensors see the completion at the same poll)
-            both find nothing at the compare and both commit; the second finds the first's file.
+        :param same_as: ``temp``'s SHA-256 (hex) and size. A file that appeared at ``final`` with these
+            bytes is kept, ``temp`` removed, and True returned: two tries archiving one envelope into one
+            folder at once (a campaign DAG triggered twice, whose sensors see the completion at the same
+            poll) both find nothing at the compare and both commit; the second finds the first's file.
         """
         if self._commit(temp, final, overwrite=overwrite):
             return True
-        if same_as is None or self.size(final) != self.size(temp) or self.sha256(final) != same_as:
+        if same_as is None or not self.holds(final, *same_as):
             return False
         self.remove(temp)
         log.info("%s was written meanwhile with the same bytes (another try archiving it)", uri_of(final))

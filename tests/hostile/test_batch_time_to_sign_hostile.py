@@ -98,12 +98,11 @@ def test_a_result_table_with_hostile_send_times_never_breaks_the_wait_nor_sends_
         for (name, sent_at, _expected), eid in zip(CASES, ids, strict=True)
     ]
     Path(f"{script}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    env = metrics_env(0, datadog=True)
-    env["AIRFLOW_CONN_DOCSIGN_DEFAULT"] = conn_json(sandbox)
     sandbox.clear_requests()
 
     with StatsdSink() as sink:
-        env["AIRFLOW__METRICS__STATSD_PORT"] = str(sink.port)
+        env = metrics_env(sink.port, datadog=True)
+        env["AIRFLOW_CONN_DOCSIGN_DEFAULT"] = conn_json(sandbox)
         output = run_python(script, env)
 
     line = next(row for row in output.splitlines() if row.startswith("DONE "))
