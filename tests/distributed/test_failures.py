@@ -4,8 +4,9 @@
   killed with SIGKILL (its process group and every process in its home, as if the host died). The
   scheduler notices the missing heartbeat, the retry runs on the other worker, and exactly one
   envelope exists for the run's ``external_id``.
-* Triggerer restart while the sensor is deferred: the wait resumes, one archive.
-* Scheduler restart mid-run: the run completes.
+* Scheduler and triggerer restarts, in one test with two runs at once: the scheduler restarts while
+  one run is under way, the triggerer while the other's sensor is deferred; both complete, one archive
+  each.
 """
 
 from __future__ import annotations
@@ -52,25 +53,24 @@ def test_worker_killed_mid_create_retries_on_the_other_worker(
     assert len(manifests(s3, "worker-loss/")) == 1
 
 
-def test_triggerer_restart_while_the_sensor_is_deferred(stack: Stack, api: Any, s3: Any) -> None:
-    run_id = api.trigger(DAG_ID, customer_id="TRIG-1", archive_dir=archive_prefix("triggerer-restart"))
-    api.wait("the sensor to defer", lambda: _ti(api, run_id, "wait_for_signatures")["state"] == "deferred")
+def test_triggerer_and_scheduler_restarts_mid_run(stack: Stack, api: Any, s3: Any) -> None:
+    # Two runs at once (one wait for the sandbox's signature instead of two): the scheduler restarts
+    # while one run is under way, the triggerer while the other's sensor is deferred.
+    sched = api.trigger(DAG_ID, customer_id="SCHED-1", archive_dir=archive_prefix("scheduler-restart"))
+    trig = api.trigger(DAG_ID, customer_id="TRIG-1", archive_dir=archive_prefix("triggerer-restart"))
+    api.wait("the run to be under way", lambda: _ti(api, sched, "render_pdfs")["state"] == "success")
+    stack.stop_component("scheduler")
+    assert not stack.alive("scheduler")
+    stack.start_scheduler()
+    api.wait("the sensor to defer", lambda: _ti(api, trig, "wait_for_signatures")["state"] == "deferred")
     stack.stop_component("triggerer")
     assert not stack.alive("triggerer")
     stack.start_triggerer()
 
-    assert api.finish(DAG_ID, run_id) == "success"
-    assert _ti(api, run_id, "archive")["try_number"] == 1
+    assert api.finish(DAG_ID, trig) == "success"
+    assert _ti(api, trig, "archive")["try_number"] == 1
     (manifest,) = manifests(s3, "triggerer-restart/")
-    assert manifest["external_id"] == f"contract-{run_id}-TRIG-1"
-
-
-def test_scheduler_restart_mid_run(stack: Stack, api: Any, s3: Any) -> None:
-    run_id = api.trigger(DAG_ID, customer_id="SCHED-1", archive_dir=archive_prefix("scheduler-restart"))
-    api.wait("the run to be under way", lambda: _ti(api, run_id, "render_pdfs")["state"] == "success")
-    stack.stop_component("scheduler")
-    assert not stack.alive("scheduler")
-    stack.start_scheduler()
-
-    assert api.finish(DAG_ID, run_id) == "success"
-    assert len(manifests(s3, "scheduler-restart/")) == 1
+    assert manifest["external_id"] == f"contract-{trig}-TRIG-1"
+    assert api.finish(DAG_ID, sched) == "success"
+    (manifest,) = manifests(s3, "scheduler-restart/")
+    assert manifest["external_id"] == f"contract-{sched}-SCHED-1"
