@@ -5,7 +5,8 @@ wrote (JSON Lines or Parquet, a local path or an object store): the envelopes of
 table order, each once, with the row key and ``externalId`` of the first row that names it.
 
 :class:`OutcomeReport` is the file ``<result table>.outcome.jsonl`` beside it: one JSON line per envelope
-(``envelope_id``, ``row_key``, ``external_id``, ``status``, ``reason``, ``completed_at``), replaced
+(``envelope_id``, ``row_key``, ``external_id``, ``status``, ``reason``, ``completed_at``, ``signed_at``,
+``seconds_to_sign``), replaced
 atomically by the archive's :class:`~airflow_provider_docsign.archive.store.Store` (on a local disk a
 temporary file renamed over the old one; on an object store one whole object moved into place).
 """
@@ -15,11 +16,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from airflow_provider_docsign.archive.store import Store, quiet_upath, uri_of
 from airflow_provider_docsign.sensors._batch import Outcome
+from airflow_provider_docsign.sensors._outcomes import campaign_seconds_to_sign
 
 __all__ = ["REPORT_SUFFIX", "Campaign", "OutcomeReport", "read_campaign"]
 
@@ -116,8 +119,16 @@ class OutcomeReport:
         outcomes: Sequence[Outcome],
         row_keys: Mapping[str, str | None],
         external_ids: Mapping[str, str | None],
+        sent_at: Mapping[str, Any] | None = None,
     ) -> bytes:
-        """The report's bytes: one JSON object per outcome, in order."""
+        """The report's bytes: one JSON object per outcome, in order.
+
+        ``signed_at`` is the last signature of a completed envelope (``None`` otherwise);
+        ``seconds_to_sign`` runs from the row's ``sent_at`` to it, as the Contracts page and the
+        ``docsign.time_to_sign`` metric count it (``None`` when either time is unknown).
+        """
+        now = datetime.now(timezone.utc)
+        sent = sent_at or {}
         text = "".join(
             json.dumps(
                 {
@@ -127,6 +138,8 @@ class OutcomeReport:
                     "status": o.status,
                     "reason": o.reason,
                     "completed_at": o.completed_at,
+                    "signed_at": o.signed_at,
+                    "seconds_to_sign": campaign_seconds_to_sign(o, sent.get(o.envelope_id), now),
                 },
                 ensure_ascii=False,
             )
@@ -140,7 +153,7 @@ class OutcomeReport:
 
         :raises OSError: when it cannot be written (the message names the report).
         """
-        data = self.lines(outcomes, campaign.row_keys, campaign.external_ids)
+        data = self.lines(outcomes, campaign.row_keys, campaign.external_ids, campaign.sent_at)
         try:
             if isinstance(self._parent, Path):
                 self._parent.mkdir(parents=True, exist_ok=True)

@@ -122,8 +122,22 @@ def report_batch(conn_id: str, outcomes: Sequence[Outcome], sent_at: Mapping[str
         return
     now = datetime.now(timezone.utc)
     for outcome in outcomes:
-        if outcome.status != EnvelopeStatus.COMPLETED.value or outcome.signed_at is None:
-            continue
-        sent = turnaround.sent(campaign=sent_at.get(outcome.envelope_id), now=now)
-        signed = parse_timestamp(outcome.signed_at)
-        metrics.time_to_sign(conn_id, turnaround.seconds_between(sent, signed), "campaign")
+        seconds = campaign_seconds_to_sign(outcome, sent_at.get(outcome.envelope_id), now)
+        if seconds is not None:
+            metrics.time_to_sign(conn_id, seconds, "campaign")
+
+
+def campaign_seconds_to_sign(outcome: Outcome, sent_at: Any, now: datetime) -> float | None:
+    """A campaign envelope's time to sign: from its row's ``sent_at`` to the last signature the wait saw.
+
+    ``None`` unless the envelope completed and both times are known (``service/turnaround.py``'s rules:
+    a ``sent_at`` that is not a time, or is in the future, is not believed).
+
+    :param outcome: The envelope's outcome (its ``signed_at`` from the wait's own read).
+    :param sent_at: The row's ``sent_at`` as read (ISO text or a datetime), or ``None``.
+    :param now: The time a future ``sent_at`` is judged against.
+    """
+    if outcome.status != EnvelopeStatus.COMPLETED.value or outcome.signed_at is None:
+        return None
+    sent = turnaround.sent(campaign=sent_at, now=now)
+    return turnaround.seconds_between(sent, parse_timestamp(outcome.signed_at))

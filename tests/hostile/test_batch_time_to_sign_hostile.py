@@ -119,3 +119,13 @@ def test_a_result_table_with_hostile_send_times_never_breaks_the_wait_nor_sends_
     every = "\n".join(sink.lines())
     for typed in ("jane.doe", "yesterday", "macros", "{{", "xxxx"):
         assert typed not in every
+
+    # The report beside the table says the same per row: the time to sign that was believed, the
+    # service's signature time (the CC's later signedAt is not a signature anyone had to give).
+    report = [json.loads(x) for x in Path(f"{script}.jsonl.outcome.jsonl").read_text().splitlines()]
+    assert [x["row_key"] for x in report] == [name for name, _s, _e in CASES]
+    for entry, (_name, _sent, seconds) in zip(report, CASES, strict=True):
+        believed = None if seconds is None else pytest.approx(seconds, abs=0.001)
+        assert entry["seconds_to_sign"] == believed
+        assert datetime.fromisoformat(entry["signed_at"].replace("Z", "+00:00")) == SIGNED
+    assert not any(typed in json.dumps(report) for typed in ("jane.doe", "yesterday", "macros", "{{"))

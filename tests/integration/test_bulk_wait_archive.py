@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ from airflow_provider_docsign.sandbox import SandboxServer
 from airflow_provider_docsign.sensors.envelope import DocsignEnvelopeSensor
 
 pytestmark = pytest.mark.integration
+
+SENT_AT = "2026-11-01T08:00:00.000Z"  # the campaign's send time of each row
 
 
 def result_table(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -43,15 +46,17 @@ def campaign(
         )
         for i in range(4)
     ]
-    rows = [{"row_key": str(i), "envelope_id": e, "status": "sent"} for i, e in enumerate(ids)]
+    rows = [
+        {"row_key": str(i), "envelope_id": e, "status": "sent", "sent_at": SENT_AT} for i, e in enumerate(ids)
+    ]
     rows += [{"row_key": "x", "status": "invalid", "error": "bad"}, {"row_key": "y", "status": "failed"}]
     return result_table(tmp_path / "results.jsonl", rows), ids
 
 
 def test_the_sensor_waits_on_a_result_table_and_returns_counts(
-    campaign: tuple[Path, list[str]], sandbox: SandboxServer
+    campaign: tuple[Path, list[str]], sandbox: SandboxServer, hook: DocsignHook
 ) -> None:
-    table, _ = campaign
+    table, ids = campaign
     sandbox.clear_requests()
     sensor = DocsignEnvelopeSensor(task_id="wait", result_table=str(table), poke_interval=1, timeout=30)
     report = table.with_name("results.jsonl.outcome.jsonl")
@@ -70,6 +75,14 @@ def test_the_sensor_waits_on_a_result_table_and_returns_counts(
     assert [(r["method"], r["path"]) for r in sandbox.requests()] == [("POST", "/envelope/get-many")]
     lines = [json.loads(line) for line in report.read_text().splitlines()]
     assert [(x["row_key"], x["status"]) for x in lines] == [(str(i), "COMPLETED") for i in range(4)]
+    # Each line's signature time is the sandbox's last signedAt; its time to sign runs from the row's
+    # sent_at to it (the page's and the metric's number).
+    for line, envelope_id in zip(lines, ids, strict=True):
+        signed = max(r.signed_at for r in hook.get_envelope(envelope_id).recipients if r.signed_at)
+        signed_at = datetime.fromisoformat(signed.replace("Z", "+00:00"))
+        sent_at = datetime.fromisoformat(SENT_AT.replace("Z", "+00:00"))
+        assert datetime.fromisoformat(line["signed_at"].replace("Z", "+00:00")) == signed_at
+        assert line["seconds_to_sign"] == round((signed_at - sent_at).total_seconds(), 3)
 
 
 def test_a_deferred_table_wait_hands_the_trigger_json_safe_ids(

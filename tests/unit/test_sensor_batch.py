@@ -254,8 +254,20 @@ def test_a_batch_trigger_serializes_small_and_a_single_one_as_before() -> None:
 def test_the_campaign_reads_sent_rows_once_each_and_the_report_lists_every_outcome(tmp_path: Path) -> None:
     table = tmp_path / "results.jsonl"
     rows = [
-        {"row_key": "r1", "external_id": "c(r1)", "envelope_id": "e1", "status": "sent"},
-        {"row_key": "r2", "external_id": "c(r2)", "envelope_id": "e2", "status": "sent"},
+        {
+            "row_key": "r1",
+            "external_id": "c(r1)",
+            "envelope_id": "e1",
+            "status": "sent",
+            "sent_at": "2026-11-20T00:00:00Z",
+        },
+        {
+            "row_key": "r2",
+            "external_id": "c(r2)",
+            "envelope_id": "e2",
+            "status": "sent",
+            "sent_at": "2026-11-20T00:00:00Z",
+        },
         {"row_key": "r3", "external_id": "c(r3)", "envelope_id": "e1", "status": "sent"},  # duplicate
         {"row_key": "r4", "external_id": "c(r4)", "envelope_id": "e4", "status": "created"},
         {"row_key": "r5", "external_id": "c(r5)", "envelope_id": None, "status": "invalid"},
@@ -267,7 +279,10 @@ def test_the_campaign_reads_sent_rows_once_each_and_the_report_lists_every_outco
     assert campaign.row_keys == {"e1": "r1", "e2": "r2", "e6": "6"}
     assert (campaign.duplicates, campaign.not_sent) == (1, 2)
 
-    outcomes = [Outcome("e1", "COMPLETED", None, "2026-11-21T00:00:00Z"), Outcome("e2", "REJECTED", "no")]
+    outcomes = [
+        Outcome("e1", "COMPLETED", None, "2026-11-21T00:00:05Z", "2026-11-21T00:00:00.250Z"),
+        Outcome("e2", "REJECTED", "no", None, None),
+    ]
     report = OutcomeReport(campaign.path)
     assert report.write([*outcomes, Outcome("e6", DELETED, "gone")], campaign) == (
         f"file://{tmp_path}/results.jsonl.outcome.jsonl"
@@ -279,8 +294,12 @@ def test_the_campaign_reads_sent_rows_once_each_and_the_report_lists_every_outco
         "external_id": "c(r1)",
         "status": "COMPLETED",
         "reason": None,
-        "completed_at": "2026-11-21T00:00:00Z",
+        "completed_at": "2026-11-21T00:00:05Z",
+        "signed_at": "2026-11-21T00:00:00.250Z",
+        "seconds_to_sign": 86400.25,  # from the row's sent_at to the last signature, not completed_at
     }
+    # A rejection has no signature and no time to sign; a row without sent_at has no time to sign.
+    assert [(x["signed_at"], x["seconds_to_sign"]) for x in lines[1:]] == [(None, None), (None, None)]
     assert [(x["row_key"], x["status"]) for x in lines] == [
         ("r1", "COMPLETED"),
         ("r2", "REJECTED"),
@@ -294,3 +313,20 @@ def test_the_campaign_reads_sent_rows_once_each_and_the_report_lists_every_outco
         read_campaign(other)
     with pytest.raises(ValueError, match="cannot tell the result_table format"):
         read_campaign(tmp_path / "results.data")
+
+
+def test_the_reports_time_to_sign_believes_only_a_past_sent_at_of_a_completed_envelope() -> None:
+    signed = "2026-11-21T00:00:00Z"
+    outcomes = [Outcome(f"e{n}", "COMPLETED", None, signed, signed) for n in range(5)]
+    sent_at = {
+        "e0": "2026-11-20T23:00:00+00:00",  # an hour before: believed
+        "e1": "not a time",  # garbage in the table: no send time
+        "e2": "2999-01-01T00:00:00Z",  # in the future: not believed
+        "e3": None,  # the row has none
+    }  # e4: no row value at all
+    data = OutcomeReport.lines(outcomes, {}, {}, sent_at)
+    lines = [json.loads(x) for x in data.decode().splitlines()]
+    assert [x["seconds_to_sign"] for x in lines] == [3600.0, None, None, None, None]
+    assert {x["signed_at"] for x in lines} == {signed}
+    # Without a campaign's send times (an older caller), the report still has both keys.
+    assert json.loads(OutcomeReport.lines(outcomes[:1], {}, {}).decode())["seconds_to_sign"] is None
