@@ -1,9 +1,7 @@
 """Archive one envelope's PDFs: stage, verify, compare, then commit with a manifest.
 
-:class:`EnvelopeArchiver` is the work of :class:`~airflow_provider_docsign.operators.archive.
-DocsignArchiveSignedDocumentsOperator`, kept out of the operator so that every archiving operator
-shares it and it is tested without Airflow. It works in three phases so that a failure never leaves a
-partial or unverified file at a final name:
+:class:`EnvelopeArchiver` is the work of every archiving operator, tested without Airflow. It works in
+three phases so that a failure never leaves a partial or unverified file at a final name:
 
 1. **stage**: every item (in ``order``), then the audit log and certificate if asked for, is streamed
    by the hook into a temporary name beside its final name (``.<name>.<token>.partial``). The hook
@@ -17,14 +15,14 @@ partial or unverified file at a final name:
    before anything moves), then staged files are moved into place (an atomic rename on a local disk;
    on object stores the object appears whole or not at all), then the manifest is renamed into place.
 
-Before anything is downloaded, every final and temporary local path is checked by the
-:class:`~airflow_provider_docsign.archive.store.Store` to lie inside the destination's real root.
-Every temporary file is removed on failure. No HTTP here: every service call goes through the hook.
+Before anything is downloaded, every final and temporary local path is checked by the Store to lie
+inside the destination's real root. Every temporary file is removed on failure. No HTTP here.
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -67,9 +65,8 @@ _REPORT_NAMES = {"audit_log": "audit-log.pdf", "certificate": "certificate.pdf"}
 
 def now() -> str:
     """The current UTC time as the manifest writes it (ISO 8601, milliseconds, ``Z``)."""
-    return (
-        datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    )
+    stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
+    return stamp.replace("+00:00", "Z")
 
 
 @dataclass
@@ -265,7 +262,7 @@ class EnvelopeArchiver:
                 ):
                     raise DocsignArchiveConflictError(f"a different file appeared at {copy.entry['uri']}")
             if manifest_name:
-                self._publish_manifest(store, manifest_name, temps)
+                self._publish_manifest(store, manifest_name, temps, manifest)
             token, temps = len(temps) > 1, []
         except BaseException:
             for temp in [e.temp for e in staged] + [c.temp for c in copies if c.temp is not None] + temps:
@@ -314,14 +311,19 @@ class EnvelopeArchiver:
             temps.append(self._write_manifest(store, manifest_name, lambda: store.stage_bytes(name, token)))
         return temps
 
-    def _publish_manifest(self, store: Store, manifest_name: str, temps: list[Any]) -> None:
-        """The token first, then the manifest: a manifest in place is a complete archive."""
-        token = token_name(manifest_name)
+    def _publish_manifest(self, store: Store, name: str, temps: list[Any], manifest: Any = None) -> None:
+        """The token, then the manifest (a complete archive); with ``manifest``, :meth:`Evidence.settle`."""
+        token = token_name(name)
         if len(temps) > 1:
-            self._write_manifest(store, manifest_name, lambda: store.replace(temps[1], token))
+            self._write_manifest(store, name, lambda: store.replace(temps[1], token))
         elif self.evidence.tsa is not None:
             store.remove(store.path(token))  # an earlier token would not match the new manifest
-        self._write_manifest(store, manifest_name, lambda: store.replace(temps[0], manifest_name))
+        self._write_manifest(store, name, lambda: store.replace(temps[0], name))
+        if manifest is not None and len(temps) > 1:
+            restage = functools.partial(self._stage_manifest, store, name, dict(manifest))
+            self.evidence.settle(
+                store, name, manifest, lambda: self._publish_manifest(store, name, restage())
+            )
 
     def _write_manifest(self, store: Store, manifest_name: str, write: Callable[[], Any]) -> Any:
         """Run one step of writing the manifest; an OS error fails the task naming where and why.

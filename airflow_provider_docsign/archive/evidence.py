@@ -15,7 +15,9 @@ copying bytes, in its order:
    :class:`~airflow_provider_docsign.exceptions.DocsignArchiveTimestampError` *before anything moves
    into place*, so nothing is published as complete and a retry completes it. ``best_effort``
    archives without the token and logs a warning;
-5. after the commit, :meth:`Evidence.retain` sets Object Lock retention on every object written.
+5. after the manifest and its token are published, :meth:`Evidence.settle` reads them back: another
+   try archiving the same envelope at once may have crossed them, and the pair is published again;
+6. after the commit, :meth:`Evidence.retain` sets Object Lock retention on every object written.
 
 Pure: no Airflow. The TSA settings come from the operator (``hooks.tsa``); requests are bounded.
 """
@@ -25,7 +27,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -43,11 +46,14 @@ from airflow_provider_docsign.exceptions import (
     DocsignArchiveTimestampError,
 )
 
-__all__ = ["TIMESTAMP_MODES", "Evidence", "LtvStaged", "archive_evidence", "token_name"]
+__all__ = ["PAIR_ROUNDS", "TIMESTAMP_MODES", "Evidence", "LtvStaged", "archive_evidence", "token_name"]
 
 #: ``require``: no token, no archive (the task fails and a retry completes it); ``best_effort``: a
 #: failed timestamp is a warning and the archive is published without a token.
 TIMESTAMP_MODES = ("require", "best_effort")
+#: How many times a try publishes its manifest and token again when another try's writes crossed them.
+PAIR_ROUNDS = 3
+_PAIR_PAUSE = 0.2
 _MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 _MAX_TOKEN_BYTES = 1024 * 1024
 _CHUNK = 1024 * 1024
@@ -291,8 +297,74 @@ class Evidence:
             entry.get("ltv", {}).get("outcome", "unchanged") != "unchanged" for entry in manifest["files"]
         ):
             return None
-        body = _read_bounded(store, store.path(manifest_name), _MAX_MANIFEST_BYTES)
-        token = _read_bounded(store, store.path(token_name(manifest_name)), _MAX_TOKEN_BYTES)
+        pair = self._pair_in_place(store, manifest_name, manifest)
+        if pair is None:
+            return None
+        existing, report = pair
+        self.log.info(
+            "%s is complete and timestamped (genTime %s by %s): nothing to do",
+            store.uri_of(manifest_name),
+            report.gen_time,
+            report.tsa,
+        )
+        return existing
+
+    def settle(
+        self, store: Any, manifest_name: str, manifest: Mapping[str, Any], publish_again: Callable[[], Any]
+    ) -> None:
+        """After this try published a manifest and its token: the two in place must be one pair.
+
+        Two tries archiving one envelope into one folder at once (a DAG triggered twice) each publish
+        their token, then their manifest; interleaved, one try's token can end beside the other's
+        manifest, and the audit would fail it. So each try reads the pair back: a token that verifies
+        over the manifest in place, which lists these very files, is done (whichever try wrote it).
+        Otherwise this try publishes a pair of its own again (``publish_again``), at most
+        :data:`PAIR_ROUNDS` times; the try that publishes last reads its own pair back.
+
+        :raises DocsignArchiveError: When the pair still does not match (a retry completes it).
+        """
+        for round_ in range(PAIR_ROUNDS + 1):
+            if self._pair_settled(store, manifest_name, manifest):
+                return
+            if round_ == PAIR_ROUNDS:
+                break
+            self.log.warning(
+                "The timestamp token beside %s does not cover the manifest there: another try published "
+                "at the same time. Publishing this try's manifest and a new token again",
+                store.uri_of(manifest_name),
+            )
+            publish_again()
+        raise DocsignArchiveError(
+            f"the timestamp token beside {store.uri_of(manifest_name)} still does not cover the manifest "
+            f"there after {PAIR_ROUNDS} tries to publish them again: other tries (or something else) keep "
+            "writing in the same folder. A retry completes the archive"
+        )
+
+    def _pair_settled(self, store: Any, manifest_name: str, manifest: Mapping[str, Any]) -> bool:
+        """Whether the pair in place is one pair, read again a moment later when it is not.
+
+        Another try between its token and its manifest completes its own pair in that moment.
+        """
+        if self._pair_in_place(store, manifest_name, manifest) is not None:
+            return True
+        time.sleep(_PAIR_PAUSE)
+        return self._pair_in_place(store, manifest_name, manifest) is not None
+
+    def _pair_in_place(
+        self, store: Any, manifest_name: str, manifest: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], Any] | None:
+        """The manifest in place and its token's report; ``None`` unless they are one pair for these files.
+
+        The token must verify over the manifest's bytes, and the manifest list the files of
+        ``manifest`` with the same hashes.
+        """
+        if self.tsa is None:
+            return None
+        try:
+            body = _read_bounded(store, store.path(manifest_name), _MAX_MANIFEST_BYTES)
+            token = _read_bounded(store, store.path(token_name(manifest_name)), _MAX_TOKEN_BYTES)
+        except OSError:  # replaced or removed while read (s3fs: FileExpired): another try is writing
+            return None
         if body is None or token is None:
             return None
         try:
@@ -302,13 +374,7 @@ class Evidence:
             return None
         if not report.passed or not isinstance(existing, dict) or _hashes(existing) != _hashes(manifest):
             return None
-        self.log.info(
-            "%s is complete and timestamped (genTime %s by %s): nothing to do",
-            store.uri_of(manifest_name),
-            report.gen_time,
-            report.tsa,
-        )
-        return existing
+        return existing, report
 
     def timestamp_token(self, body: bytes, manifest_uri: str) -> bytes | None:
         """A verified token over ``body``; ``None`` under ``best_effort`` when the TSA failed.

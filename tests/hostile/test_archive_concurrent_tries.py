@@ -26,6 +26,9 @@ from typing import Any
 import pytest
 from helpers import completed_envelope
 
+from airflow_provider_docsign.archive.evidence import PAIR_ROUNDS
+from airflow_provider_docsign.evidence.signatures import TrustPolicy
+from airflow_provider_docsign.evidence.timestamps import verify_timestamp
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.sandbox import SandboxServer
 
@@ -52,7 +55,7 @@ if cfg["conn_id"]:
 
     destination = ObjectStoragePath(destination, conn_id=cfg["conn_id"])
 operator = DocsignArchiveSignedDocumentsOperator(
-    task_id="archive", envelope_id=cfg["envelope_id"], destination=destination
+    task_id="archive", envelope_id=cfg["envelope_id"], destination=destination, tsa_conn_id=cfg["tsa"]
 )
 Path(cfg["ready"]).touch()
 deadline = time.monotonic() + 120
@@ -70,7 +73,11 @@ except Exception as err:
 
 
 def _together(
-    tmp_path: Path, envelope_ids: list[str], destination: str, conn_id: str | None = None
+    tmp_path: Path,
+    envelope_ids: list[str],
+    destination: str,
+    conn_id: str | None = None,
+    tsa: str | None = None,
 ) -> list[str]:
     """One process per envelope id, released at one moment; each try's outcome line (``ok`` or the error)."""
     script = tmp_path / "archive_try.py"
@@ -87,6 +94,7 @@ def _together(
                         "envelope_id": envelope_id,
                         "destination": destination,
                         "conn_id": conn_id,
+                        "tsa": tsa,
                         "ready": str(ready[n]),
                         "go": str(go),
                     }
@@ -173,6 +181,42 @@ def test_four_tries_archiving_one_envelope_into_one_s3_prefix_all_succeed(
     assert sorted(hashlib.sha256(b).hexdigest() for b in bodies) == _signed(sandbox, envelope_id)
     manifest = json.loads(s3.get_object(Bucket=BUCKET, Key="contracts/TWICE-S3/manifest.json")["Body"].read())
     assert manifest["envelope_id"] == envelope_id
+
+
+def test_four_tries_with_a_timestamp_authority_leave_one_manifest_and_its_own_token(
+    docsign_conn: str,
+    sandbox: SandboxServer,
+    make_pdf: Callable[..., Path],
+    make_s3_bucket: Callable[..., Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each try publishes a token, then a manifest: interleaved, a token could end beside another
+    try's manifest. Each try reads the pair back and publishes its own again if so: the token in place
+    covers the manifest in place, and the manifest lists the signed bytes."""
+    extra = {"trusted_certificates": sandbox.tsa_certificate_pem().decode("ascii"), "timeout": 10}
+    conn = {"conn_type": "http", "host": sandbox.tsa_url, "extra": extra}
+    monkeypatch.setenv("AIRFLOW_CONN_TSA_CONCURRENT", json.dumps(conn))  # the tries inherit it
+    sandbox.clear_tsa()
+    s3 = make_s3_bucket(BUCKET, conn_id="concurrent_s3")
+    envelope_id = _envelope(sandbox, make_pdf, "TWICE-TSA", "Renewal")
+
+    outcomes = _together(
+        tmp_path, [envelope_id] * TRIES, f"s3://{BUCKET}/stamped", "concurrent_s3", "tsa_concurrent"
+    )
+
+    assert outcomes == ["ok"] * TRIES
+    prefix = "stamped/TWICE-TSA/"
+    body = s3.get_object(Bucket=BUCKET, Key=prefix + "manifest.json")["Body"].read()
+    token = s3.get_object(Bucket=BUCKET, Key=prefix + "manifest.json.tsr")["Body"].read()
+    pins = TrustPolicy.build(pem=[sandbox.tsa_certificate_pem()])
+    assert verify_timestamp(token, body, trust=pins).passed
+    assert sorted(f["sha256"] for f in json.loads(body)["files"]) == _signed(sandbox, envelope_id)
+    # A token for each try that published (a try that found the pair complete asks none), and one
+    # more for each time a try found its pair crossed: bounded.
+    assert 1 <= len(sandbox.tsa_requests()) <= TRIES * (1 + PAIR_ROUNDS)
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])]
+    assert not [k for k in keys if k.endswith(".partial") or "/." in k], keys
 
 
 def test_two_envelopes_with_one_key_racing_for_one_folder_never_publish_a_mixed_archive(
