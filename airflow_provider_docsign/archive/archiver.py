@@ -253,14 +253,12 @@ class EnvelopeArchiver:
             if manifest_name:
                 temps = self._stage_manifest(store, manifest_name, manifest)
             self._commit(store, staged, records)
-            for copy in copies:
-                if copy.temp is not None and not store.commit(
-                    copy.temp,
-                    store.path(copy.name),
-                    overwrite=copy.entry["outcome"] == "overwritten",
-                    same_as=(copy.entry["sha256"], copy.entry["size"]),
-                ):
-                    raise DocsignArchiveConflictError(f"a different file appeared at {copy.entry['uri']}")
+            if evidence.commit_ltv(store, copies, records) and manifest_name:  # another try's copy kept
+                for temp in temps:
+                    store.remove(temp)
+                fresh = self._manifest(envelope, store, records, manifest_name, archived_at)
+                manifest = evidence.annotate(fresh, copies, manifest_name, archived_at)
+                temps = self._stage_manifest(store, manifest_name, manifest)
             if manifest_name:
                 self._publish_manifest(store, manifest_name, temps, manifest)
             token, temps = len(temps) > 1, []

@@ -15,8 +15,10 @@ copying bytes, in its order:
    :class:`~airflow_provider_docsign.exceptions.DocsignArchiveTimestampError` *before anything moves
    into place*, so nothing is published as complete and a retry completes it. ``best_effort``
    archives without the token and logs a warning;
-5. after the manifest and its token are published, :meth:`Evidence.settle` reads them back: another
-   try archiving the same envelope at once may have crossed them, and the pair is published again;
+5. at the commit, :meth:`Evidence.commit_ltv` keeps another try's valid copy of the same signed
+   bytes that appeared meanwhile; after the manifest and its token are published,
+   :meth:`Evidence.settle` reads them back (``manifest_pair``): another try archiving the same
+   envelope at once may have crossed them, and the pair is published again;
 6. after the commit, :meth:`Evidence.retain` sets Object Lock retention on every object written.
 
 Pure: no Airflow. The TSA settings come from the operator (``hooks.tsa``); requests are bounded.
@@ -25,19 +27,18 @@ Pure: no Airflow. The TSA settings come from the operator (``hooks.tsa``); reque
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from airflow_provider_docsign.archive.manifest_pair import PAIR_ROUNDS, pair_in_place, settle, token_name
 from airflow_provider_docsign.archive.naming import relative_to_manifest
 from airflow_provider_docsign.evidence.ltv import LtvWriter, ltv_name, verify_ltv
 from airflow_provider_docsign.evidence.object_lock import ObjectLock, Retention, RetentionError
 from airflow_provider_docsign.evidence.signatures import TrustPolicy, UnreadablePdfError
-from airflow_provider_docsign.evidence.timestamps import TOKEN_SUFFIX, TimestampError, verify_timestamp
+from airflow_provider_docsign.evidence.timestamps import TimestampError
 from airflow_provider_docsign.evidence.tsa_client import TsaSettings, request_timestamp
 from airflow_provider_docsign.exceptions import (
     DocsignArchiveConflictError,
@@ -51,17 +52,7 @@ __all__ = ["PAIR_ROUNDS", "TIMESTAMP_MODES", "Evidence", "LtvStaged", "archive_e
 #: ``require``: no token, no archive (the task fails and a retry completes it); ``best_effort``: a
 #: failed timestamp is a warning and the archive is published without a token.
 TIMESTAMP_MODES = ("require", "best_effort")
-#: How many times a try publishes its manifest and token again when another try's writes crossed them.
-PAIR_ROUNDS = 3
-_PAIR_PAUSE = 0.2
-_MAX_MANIFEST_BYTES = 16 * 1024 * 1024
-_MAX_TOKEN_BYTES = 1024 * 1024
 _CHUNK = 1024 * 1024
-
-
-def token_name(manifest_name: str) -> str:
-    """The token's name beside the manifest: ``manifest.json`` -> ``manifest.json.tsr``."""
-    return manifest_name + TOKEN_SUFFIX
 
 
 @dataclass
@@ -78,13 +69,6 @@ class LtvStaged:
     name: str
     temp: Any
     entry: dict[str, Any]
-
-
-def _read_bounded(store: Any, target: Any, limit: int) -> bytes | None:
-    if not store.exists(target) or store.size(target) > limit:
-        return None
-    with target.open("rb") as fh:
-        return bytes(fh.read(limit + 1))
 
 
 @dataclass
@@ -229,6 +213,40 @@ class Evidence:
         )
         return LtvStaged(record.name, name, out, entry)
 
+    def commit_ltv(self, store: Any, copies: list[LtvStaged], records: Iterable[Any]) -> bool:
+        """Move each staged copy into place; ``True`` when another try's copy was kept instead of one.
+
+        Two tries archiving one envelope at once (a DAG triggered twice) each stage a copy with a
+        document timestamp of its own, so their bytes differ. A copy that appeared meanwhile and
+        extends the same signed bytes with a valid timestamp is kept: its entry replaces this try's in
+        ``copies``, and the manifest must be staged again. Anything else there fails the try untouched.
+
+        :raises DocsignArchiveConflictError: A different file appeared where a copy goes.
+        """
+        by_name = {record.name: record for record in records}
+        kept = False
+        for n, copy in enumerate(copies):
+            if copy.temp is None:
+                continue
+            final, entry = store.path(copy.name), copy.entry
+            overwrite = entry["outcome"] == "overwritten"
+            if store.commit(copy.temp, final, overwrite=overwrite, same_as=(entry["sha256"], entry["size"])):
+                continue
+            try:
+                theirs = self._existing_copy(store, final, by_name[copy.item_name])
+            except OSError:  # replaced again while read
+                theirs = None
+            if theirs is None:
+                raise DocsignArchiveConflictError(f"a different file appeared at {entry['uri']}")
+            store.remove(copy.temp)
+            base: dict[str, Any] = {
+                k: entry[k] for k in ("name", "path", "uri", "derived_from") if k in entry
+            }
+            copies[n] = LtvStaged(copy.item_name, copy.name, None, {**base, **theirs, "outcome": "unchanged"})
+            self.log.info("%s was written meanwhile by another try: its valid copy is kept", entry["uri"])
+            kept = True
+        return kept
+
     def _existing_copy(self, store: Any, final: Any, record: Any) -> dict[str, Any] | None:
         """The manifest data of an existing copy that extends exactly these signed bytes, or None."""
         digest, prefix, size = hashlib.sha256(), hashlib.sha256(), 0
@@ -297,7 +315,7 @@ class Evidence:
             entry.get("ltv", {}).get("outcome", "unchanged") != "unchanged" for entry in manifest["files"]
         ):
             return None
-        pair = self._pair_in_place(store, manifest_name, manifest)
+        pair = pair_in_place(store, manifest_name, manifest, self.tsa.trust)
         if pair is None:
             return None
         existing, report = pair
@@ -312,69 +330,9 @@ class Evidence:
     def settle(
         self, store: Any, manifest_name: str, manifest: Mapping[str, Any], publish_again: Callable[[], Any]
     ) -> None:
-        """After this try published a manifest and its token: the two in place must be one pair.
-
-        Two tries archiving one envelope into one folder at once (a DAG triggered twice) each publish
-        their token, then their manifest; interleaved, one try's token can end beside the other's
-        manifest, and the audit would fail it. So each try reads the pair back: a token that verifies
-        over the manifest in place, which lists these very files, is done (whichever try wrote it).
-        Otherwise this try publishes a pair of its own again (``publish_again``), at most
-        :data:`PAIR_ROUNDS` times; the try that publishes last reads its own pair back.
-
-        :raises DocsignArchiveError: When the pair still does not match (a retry completes it).
-        """
-        for round_ in range(PAIR_ROUNDS + 1):
-            if self._pair_settled(store, manifest_name, manifest):
-                return
-            if round_ == PAIR_ROUNDS:
-                break
-            self.log.warning(
-                "The timestamp token beside %s does not cover the manifest there: another try published "
-                "at the same time. Publishing this try's manifest and a new token again",
-                store.uri_of(manifest_name),
-            )
-            publish_again()
-        raise DocsignArchiveError(
-            f"the timestamp token beside {store.uri_of(manifest_name)} still does not cover the manifest "
-            f"there after {PAIR_ROUNDS} tries to publish them again: other tries (or something else) keep "
-            "writing in the same folder. A retry completes the archive"
-        )
-
-    def _pair_settled(self, store: Any, manifest_name: str, manifest: Mapping[str, Any]) -> bool:
-        """Whether the pair in place is one pair, read again a moment later when it is not.
-
-        Another try between its token and its manifest completes its own pair in that moment.
-        """
-        if self._pair_in_place(store, manifest_name, manifest) is not None:
-            return True
-        time.sleep(_PAIR_PAUSE)
-        return self._pair_in_place(store, manifest_name, manifest) is not None
-
-    def _pair_in_place(
-        self, store: Any, manifest_name: str, manifest: Mapping[str, Any]
-    ) -> tuple[dict[str, Any], Any] | None:
-        """The manifest in place and its token's report; ``None`` unless they are one pair for these files.
-
-        The token must verify over the manifest's bytes, and the manifest list the files of
-        ``manifest`` with the same hashes.
-        """
-        if self.tsa is None:
-            return None
-        try:
-            body = _read_bounded(store, store.path(manifest_name), _MAX_MANIFEST_BYTES)
-            token = _read_bounded(store, store.path(token_name(manifest_name)), _MAX_TOKEN_BYTES)
-        except OSError:  # replaced or removed while read (s3fs: FileExpired): another try is writing
-            return None
-        if body is None or token is None:
-            return None
-        try:
-            existing = json.loads(body)
-            report = verify_timestamp(token, body, trust=self.tsa.trust)
-        except (ValueError, TimestampError):
-            return None
-        if not report.passed or not isinstance(existing, dict) or _hashes(existing) != _hashes(manifest):
-            return None
-        return existing, report
+        """After this try published a manifest and its token: :func:`~.manifest_pair.settle` them."""
+        if self.tsa is not None:
+            settle(store, manifest_name, manifest, self.tsa.trust, self.log, publish_again)
 
     def timestamp_token(self, body: bytes, manifest_uri: str) -> bytes | None:
         """A verified token over ``body``; ``None`` under ``best_effort`` when the TSA failed.
@@ -443,17 +401,6 @@ class Evidence:
             self.log.info(
                 "Retention %s until %s on %s", applied["mode"], applied["retain_until"], store.uri_of(name)
             )
-
-
-def _hashes(manifest: Mapping[str, Any]) -> list[tuple[Any, ...]]:
-    """What must match for an existing manifest to stand for this run: every name and hash."""
-    entries = [e for e in manifest.get("files") or () if isinstance(e, dict)]
-    entries += [manifest[k] for k in ("audit_log", "certificate") if isinstance(manifest.get(k), dict)]
-    out: list[tuple[Any, ...]] = []
-    for entry in entries:
-        ltv: dict[str, Any] = entry["ltv"] if isinstance(entry.get("ltv"), dict) else {}
-        out.append((entry.get("name"), entry.get("sha256"), ltv.get("name"), ltv.get("sha256")))
-    return sorted(out, key=repr)
 
 
 def archive_evidence(

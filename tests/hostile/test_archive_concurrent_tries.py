@@ -27,6 +27,7 @@ import pytest
 from helpers import completed_envelope
 
 from airflow_provider_docsign.archive.evidence import PAIR_ROUNDS
+from airflow_provider_docsign.evidence.ltv import verify_ltv
 from airflow_provider_docsign.evidence.signatures import TrustPolicy
 from airflow_provider_docsign.evidence.timestamps import verify_timestamp
 from airflow_provider_docsign.hooks.docsign import DocsignHook
@@ -55,7 +56,11 @@ if cfg["conn_id"]:
 
     destination = ObjectStoragePath(destination, conn_id=cfg["conn_id"])
 operator = DocsignArchiveSignedDocumentsOperator(
-    task_id="archive", envelope_id=cfg["envelope_id"], destination=destination, tsa_conn_id=cfg["tsa"]
+    task_id="archive",
+    envelope_id=cfg["envelope_id"],
+    destination=destination,
+    tsa_conn_id=cfg["tsa"],
+    ltv=cfg["ltv"],
 )
 Path(cfg["ready"]).touch()
 deadline = time.monotonic() + 120
@@ -78,6 +83,7 @@ def _together(
     destination: str,
     conn_id: str | None = None,
     tsa: str | None = None,
+    ltv: bool = False,
 ) -> list[str]:
     """One process per envelope id, released at one moment; each try's outcome line (``ok`` or the error)."""
     script = tmp_path / "archive_try.py"
@@ -95,6 +101,7 @@ def _together(
                         "destination": destination,
                         "conn_id": conn_id,
                         "tsa": tsa,
+                        "ltv": ltv,
                         "ready": str(ready[n]),
                         "go": str(go),
                     }
@@ -217,6 +224,41 @@ def test_four_tries_with_a_timestamp_authority_leave_one_manifest_and_its_own_to
     assert 1 <= len(sandbox.tsa_requests()) <= TRIES * (1 + PAIR_ROUNDS)
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])]
     assert not [k for k in keys if k.endswith(".partial") or "/." in k], keys
+
+
+def test_four_tries_with_long_term_validation_copies_keep_one_valid_copy_each(
+    docsign_conn: str,
+    sandbox: SandboxServer,
+    make_pdf: Callable[..., Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each try's copy has a document timestamp of its own, so the copies differ: a try that finds
+    another's valid copy of the same signed bytes keeps it and stages its manifest again; the
+    manifest in place lists the copies in place, and its token covers it."""
+    pem = sandbox.tsa_certificate_pem()
+    conn = {"conn_type": "http", "host": sandbox.tsa_url, "extra": {"trusted_certificates": pem.decode()}}
+    monkeypatch.setenv("AIRFLOW_CONN_TSA_LTV", json.dumps(conn))
+    envelope_id = _envelope(sandbox, make_pdf, "TWICE-LTV", "Renewal")
+    destination = tmp_path / "archive"
+
+    outcomes = _together(tmp_path, [envelope_id] * TRIES, str(destination), None, "tsa_ltv", ltv=True)
+
+    assert outcomes == ["ok"] * TRIES
+    folder = destination / "TWICE-LTV"
+    body = (folder / "manifest.json").read_bytes()
+    pins = TrustPolicy.build(pem=[pem])
+    assert verify_timestamp((folder / "manifest.json.tsr").read_bytes(), body, trust=pins).passed
+    manifest = json.loads(body)
+    assert sorted(f["sha256"] for f in manifest["files"]) == _signed(sandbox, envelope_id)
+    seal = TrustPolicy.build(pem=[sandbox.certificate_pem()])
+    for entry in manifest["files"]:
+        copy = folder / entry["ltv"]["path"]
+        assert hashlib.sha256(copy.read_bytes()).hexdigest() == entry["ltv"]["sha256"]
+        report = verify_ltv(copy, trust=seal, tsa_trust=pins)
+        assert report.passed, report.problems
+    left = [p.name for p in folder.iterdir() if p.name.endswith(".partial") or p.name.startswith(".")]
+    assert left == []
 
 
 def test_two_envelopes_with_one_key_racing_for_one_folder_never_publish_a_mixed_archive(
