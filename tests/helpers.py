@@ -71,6 +71,15 @@ def conn_json(server: SandboxServer, *, password: str | None = None, **extra: An
     )
 
 
+def tsa_conn_json(server: SandboxServer, **extra: Any) -> str:
+    """An ``http`` connection in Airflow's JSON form to the sandbox's TSA, its certificate pinned.
+
+    ``extra`` adds extras (``timeout``...).
+    """
+    pinned = {"trusted_certificates": server.tsa_certificate_pem().decode("ascii"), **extra}
+    return json.dumps({"conn_type": "http", "host": server.tsa_url, "extra": pinned})
+
+
 def completed_envelope(
     hook: DocsignHook, sandbox: SandboxServer, files: list[Path], *, title: str, external_id: str | None
 ) -> str:

@@ -6,9 +6,9 @@ table order, each once, with the row key and ``externalId`` of the first row tha
 
 :class:`OutcomeReport` is the file ``<result table>.outcome.jsonl`` beside it: one JSON line per envelope
 (``envelope_id``, ``row_key``, ``external_id``, ``status``, ``reason``, ``completed_at``, ``signed_at``,
-``seconds_to_sign``), replaced
-atomically by the archive's :class:`~airflow_provider_docsign.archive.store.Store` (on a local disk a
-temporary file renamed over the old one; on an object store one whole object moved into place).
+``seconds_to_sign``), replaced atomically by the archive's
+:class:`~airflow_provider_docsign.archive.store.Store` (on a local disk a temporary file renamed over
+the old one; on an object store one whole object moved into place).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import completed_envelope
+from helpers import completed_envelope, tsa_conn_json
 
 from airflow_provider_docsign.archive.evidence import PAIR_ROUNDS
 from airflow_provider_docsign.evidence.ltv import verify_ltv
@@ -201,9 +201,7 @@ def test_four_tries_with_a_timestamp_authority_leave_one_manifest_and_its_own_to
     """Each try publishes a token, then a manifest: interleaved, a token could end beside another
     try's manifest. Each try reads the pair back and publishes its own again if so: the token in place
     covers the manifest in place, and the manifest lists the signed bytes."""
-    extra = {"trusted_certificates": sandbox.tsa_certificate_pem().decode("ascii"), "timeout": 10}
-    conn = {"conn_type": "http", "host": sandbox.tsa_url, "extra": extra}
-    monkeypatch.setenv("AIRFLOW_CONN_TSA_CONCURRENT", json.dumps(conn))  # the tries inherit it
+    monkeypatch.setenv("AIRFLOW_CONN_TSA_CONCURRENT", tsa_conn_json(sandbox, timeout=10))  # tries inherit it
     sandbox.clear_tsa()
     s3 = make_s3_bucket(BUCKET, conn_id="concurrent_s3")
     envelope_id = _envelope(sandbox, make_pdf, "TWICE-TSA", "Renewal")
@@ -237,8 +235,7 @@ def test_four_tries_with_long_term_validation_copies_keep_one_valid_copy_each(
     another's valid copy of the same signed bytes keeps it and stages its manifest again; the
     manifest in place lists the copies in place, and its token covers it."""
     pem = sandbox.tsa_certificate_pem()
-    conn = {"conn_type": "http", "host": sandbox.tsa_url, "extra": {"trusted_certificates": pem.decode()}}
-    monkeypatch.setenv("AIRFLOW_CONN_TSA_LTV", json.dumps(conn))
+    monkeypatch.setenv("AIRFLOW_CONN_TSA_LTV", tsa_conn_json(sandbox))
     envelope_id = _envelope(sandbox, make_pdf, "TWICE-LTV", "Renewal")
     destination = tmp_path / "archive"
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import completed_envelope
+from helpers import completed_envelope, tsa_conn_json
 
 from airflow_provider_docsign.archive.evidence import PAIR_ROUNDS, Evidence, token_name
 from airflow_provider_docsign.archive.store import Store
@@ -42,10 +42,7 @@ MANIFEST = "PAIRS-1/manifest.json"
 def tsa_pairs(sandbox: SandboxServer, docsign_conn: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """``tsa_pairs``: the sandbox's TSA as an Airflow connection, its certificate pinned."""
     sandbox.clear_tsa()
-    extra = {"trusted_certificates": sandbox.tsa_certificate_pem().decode("ascii"), "timeout": 5}
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_TSA_PAIRS", json.dumps({"conn_type": "http", "host": sandbox.tsa_url, "extra": extra})
-    )
+    monkeypatch.setenv("AIRFLOW_CONN_TSA_PAIRS", tsa_conn_json(sandbox, timeout=5))
     yield "tsa_pairs"
     sandbox.clear_tsa()
 

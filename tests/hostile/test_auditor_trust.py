@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import SPEC_DIR, completed_envelope
+from helpers import SPEC_DIR, completed_envelope, tsa_conn_json
 
 from airflow_provider_docsign.hooks.docsign import DocsignHook
 from airflow_provider_docsign.operators.archive import DocsignArchiveSignedDocumentsOperator
@@ -64,9 +64,7 @@ def archive(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> Archive:
-    pem = sandbox.tsa_certificate_pem().decode("ascii")
-    conn = {"conn_type": "http", "host": sandbox.tsa_url, "extra": {"trusted_certificates": pem}}
-    monkeypatch.setenv("AIRFLOW_CONN_TSA_SANDBOX", json.dumps(conn))
+    monkeypatch.setenv("AIRFLOW_CONN_TSA_SANDBOX", tsa_conn_json(sandbox))
     files = [make_pdf("Agreement.pdf", pages=2), make_pdf("Annex.pdf")]
     envelope_id = completed_envelope(hook, sandbox, files, title="Trust", external_id="TRUST-1")
     DocsignArchiveSignedDocumentsOperator(

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import completed_envelope, ctx, signer
+from helpers import completed_envelope, ctx, signer, tsa_conn_json
 
 from airflow_provider_docsign._compat import AirflowFailException
 from airflow_provider_docsign.hooks.docsign import DocsignHook
@@ -99,14 +99,8 @@ def destination(tmp_path: Path) -> Path:
 def tsa_conn(sandbox: SandboxServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """``tsa_sandbox``: the sandbox's TSA, its certificate pinned; ``tsa_unpinned``: the same, unpinned."""
     sandbox.clear_tsa()
-    pem = sandbox.tsa_certificate_pem().decode("ascii")
-    pinned = {
-        "conn_type": "http",
-        "host": sandbox.tsa_url,
-        "extra": {"trusted_certificates": pem, "timeout": 5},
-    }
     unpinned = {"conn_type": "http", "host": sandbox.tsa_url, "extra": {"timeout": 5}}
-    monkeypatch.setenv("AIRFLOW_CONN_TSA_SANDBOX", json.dumps(pinned))
+    monkeypatch.setenv("AIRFLOW_CONN_TSA_SANDBOX", tsa_conn_json(sandbox, timeout=5))
     monkeypatch.setenv("AIRFLOW_CONN_TSA_UNPINNED", json.dumps(unpinned))
     yield "tsa_sandbox"
     sandbox.clear_tsa()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import completed_envelope, conn_json
+from helpers import completed_envelope, conn_json, tsa_conn_json
 
 from airflow_provider_docsign.evidence.ltv import verify_ltv
 from airflow_provider_docsign.evidence.signatures import TrustPolicy
@@ -36,13 +36,7 @@ OPENSSL = shutil.which("openssl")
 def tsa_conn(sandbox: SandboxServer, docsign_conn: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """``tsa_sandbox``: the sandbox's TSA, its certificate pinned inline, a 2-second timeout."""
     sandbox.clear_tsa()
-    pem = sandbox.tsa_certificate_pem().decode("ascii")
-    conn = {
-        "conn_type": "http",
-        "host": sandbox.tsa_url,
-        "extra": {"trusted_certificates": pem, "timeout": 2},
-    }
-    monkeypatch.setenv("AIRFLOW_CONN_TSA_SANDBOX", json.dumps(conn))
+    monkeypatch.setenv("AIRFLOW_CONN_TSA_SANDBOX", tsa_conn_json(sandbox, timeout=2))
     yield "tsa_sandbox"
     sandbox.clear_tsa()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import completed_envelope, ctx, signer
+from helpers import completed_envelope, ctx, signer, tsa_conn_json
 
 from airflow_provider_docsign._compat import AirflowFailException
 from airflow_provider_docsign.exceptions import DocsignArchiveError
@@ -206,13 +206,7 @@ def test_the_batch_archive_applies_the_same_evidence_as_one_envelope_s_archive(
 
     table, _ = campaign
     sandbox.clear_tsa()
-    pem = sandbox.tsa_certificate_pem().decode("ascii")
-    conn = {
-        "conn_type": "http",
-        "host": sandbox.tsa_url,
-        "extra": {"trusted_certificates": pem, "timeout": 5},
-    }
-    monkeypatch.setenv("AIRFLOW_CONN_TSA_SANDBOX", json.dumps(conn))
+    monkeypatch.setenv("AIRFLOW_CONN_TSA_SANDBOX", tsa_conn_json(sandbox, timeout=5))
     archive = tmp_path / "evidence"
     plain = DocsignBatchArchiveOperator(task_id="archive", result_table=str(table), destination=str(archive))
     assert plain.execute(ctx())["archived"] == 4

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import completed_envelope, conn_json
+from helpers import completed_envelope, conn_json, tsa_conn_json
 
 from airflow_provider_docsign.cli.verify import main
 from airflow_provider_docsign.hooks.docsign import DocsignHook
@@ -31,9 +31,7 @@ OPENSSL = shutil.which("openssl")
 
 
 def _tsa_connection(server: SandboxServer, monkeypatch: pytest.MonkeyPatch) -> str:
-    pem = server.tsa_certificate_pem().decode("ascii")
-    conn = {"conn_type": "http", "host": server.tsa_url, "extra": {"trusted_certificates": pem}}
-    monkeypatch.setenv("AIRFLOW_CONN_TSA_SANDBOX", json.dumps(conn))
+    monkeypatch.setenv("AIRFLOW_CONN_TSA_SANDBOX", tsa_conn_json(server))
     return "tsa_sandbox"
 
 
